@@ -1,0 +1,101 @@
+/**
+ * The unit flowing through a pipeline: a columnar batch of rows with its schema.
+ *
+ * Values are lossless, one representation per logical type:
+ *
+ * | logical type   | value                                                        |
+ * |----------------|--------------------------------------------------------------|
+ * | int16, int32   | `number`                                                     |
+ * | int64          | `bigint`                                                     |
+ * | float32/64     | `number` (NaN and ±Infinity allowed)                         |
+ * | decimal(p,s)   | `string`, exact decimal text such as `"-12.30"`               |
+ * | string         | `string`                                                     |
+ * | bool           | `boolean`                                                    |
+ * | date           | `number`, days since 1970-01-01                              |
+ * | time           | `bigint`, microseconds since midnight                        |
+ * | timestamp      | `bigint`, microseconds since 1970-01-01T00:00:00 (no zone)   |
+ * | timestamptz    | `bigint`, microseconds since the Unix epoch, UTC             |
+ * | uuid           | `string`, lowercase with hyphens                             |
+ * | json           | `string`, the JSON text exactly as the source gave it        |
+ * | bytes          | `Uint8Array`                                                 |
+ * | interval       | `string`, ISO-8601 duration such as `"P1Y2M3DT4H5M6.5S"`       |
+ * | list<T>        | `ReadonlyArray<Value of T | null>`                           |
+ *
+ * `null` is SQL NULL in every column.
+ */
+export type LogicalType =
+  | { readonly kind: "int16" }
+  | { readonly kind: "int32" }
+  | { readonly kind: "int64" }
+  | { readonly kind: "float32" }
+  | { readonly kind: "float64" }
+  | { readonly kind: "decimal"; readonly precision: number; readonly scale: number }
+  | { readonly kind: "string" }
+  | { readonly kind: "bool" }
+  | { readonly kind: "date" }
+  | { readonly kind: "time" }
+  | { readonly kind: "timestamp" }
+  | { readonly kind: "timestamptz" }
+  | { readonly kind: "uuid" }
+  | { readonly kind: "json" }
+  | { readonly kind: "bytes" }
+  | { readonly kind: "interval" }
+  | { readonly kind: "list"; readonly element: LogicalType }
+
+export type Value =
+  | null
+  | number
+  | bigint
+  | string
+  | boolean
+  | Uint8Array
+  | ReadonlyArray<Value>
+
+export interface Column {
+  readonly name: string
+  readonly type: LogicalType
+  /** The source's own name for the type (e.g. `numeric(12,2)`), for reports and manifests. */
+  readonly sourceType?: string
+}
+
+export interface BatchSchema {
+  readonly columns: ReadonlyArray<Column>
+}
+
+export interface Batch {
+  readonly schema: BatchSchema
+  /** One array per column, each `rowCount` long, in `schema.columns` order. */
+  readonly columns: ReadonlyArray<ReadonlyArray<Value>>
+  readonly rowCount: number
+}
+
+/** `decimal(12,2)`, `list<int64>`, … — the spelling used in manifests and config overrides. */
+export const formatLogicalType = (type: LogicalType): string => {
+  switch (type.kind) {
+    case "decimal":
+      return `decimal(${type.precision},${type.scale})`
+    case "list":
+      return `list<${formatLogicalType(type.element)}>`
+    default:
+      return type.kind
+  }
+}
+
+export const makeBatch = (schema: BatchSchema, columns: ReadonlyArray<ReadonlyArray<Value>>): Batch => ({
+  schema,
+  columns,
+  rowCount: columns[0]?.length ?? 0
+})
+
+/** Rows of a batch as objects keyed by column name (tests, examples, in-memory sinks). */
+export const batchToRows = (batch: Batch): Array<Record<string, Value>> => {
+  const rows: Array<Record<string, Value>> = []
+  for (let r = 0; r < batch.rowCount; r++) {
+    const row: Record<string, Value> = {}
+    batch.schema.columns.forEach((column, c) => {
+      row[column.name] = batch.columns[c]![r]!
+    })
+    rows.push(row)
+  }
+  return rows
+}

@@ -1,0 +1,99 @@
+import * as Schema from "effect/Schema"
+
+/**
+ * Every failure Rivet reports is one of these tagged errors. Each carries a message a user can act on;
+ * the CLI prints `Error: <message>` and, when present, `Hint: <hint>`, and maps the tag to an exit code.
+ */
+
+/** The config (or a command-line argument) is wrong. `path` is the config path, e.g. `exports[1].destination.bucket`. */
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
+  path: Schema.String,
+  message: Schema.String,
+  hint: Schema.optional(Schema.String)
+}) {}
+
+/** Reading from the source failed. */
+export class SourceError extends Schema.TaggedError<SourceError>()("SourceError", {
+  source: Schema.String,
+  message: Schema.String,
+  hint: Schema.optional(Schema.String),
+  retryable: Schema.Boolean
+}) {}
+
+/** Encoding rows into the output format failed (or the schema cannot be encoded). */
+export class FormatError extends Schema.TaggedError<FormatError>()("FormatError", {
+  format: Schema.String,
+  message: Schema.String,
+  hint: Schema.optional(Schema.String)
+}) {}
+
+export const SinkErrorReason = Schema.Literal(
+  "NotFound",
+  "PermissionDenied",
+  "InvalidCredentials",
+  "RateLimited",
+  "Unavailable",
+  "Conflict",
+  "Unknown"
+)
+export type SinkErrorReason = typeof SinkErrorReason.Type
+
+/** A destination operation failed. `retryable` errors are retried by the runtime's policy. */
+export class SinkError extends Schema.TaggedError<SinkError>()("SinkError", {
+  plugin: Schema.String,
+  operation: Schema.String,
+  key: Schema.optional(Schema.String),
+  reason: SinkErrorReason,
+  message: Schema.String,
+  hint: Schema.optional(Schema.String),
+  retryable: Schema.Boolean
+}) {}
+
+/** What landed does not match what was written or promised (validation, quality gate). */
+export class IntegrityError extends Schema.TaggedError<IntegrityError>()("IntegrityError", {
+  message: Schema.String,
+  hint: Schema.optional(Schema.String)
+}) {}
+
+/** The state store could not be read or written. */
+export class StateError extends Schema.TaggedError<StateError>()("StateError", {
+  message: Schema.String,
+  hint: Schema.optional(Schema.String)
+}) {}
+
+/** A loaded plugin is malformed or conflicts with another plugin. */
+export class PluginError extends Schema.TaggedError<PluginError>()("PluginError", {
+  plugin: Schema.String,
+  message: Schema.String,
+  hint: Schema.optional(Schema.String)
+}) {}
+
+export type RivetError = ConfigError | SourceError | FormatError | SinkError | IntegrityError | StateError | PluginError
+
+/** Exit codes (DESIGN.md §5): 0 ok, 1 config/usage, 2 retryable failure, 3 integrity, 4 schema drift. */
+export const exitCodeOf = (error: RivetError): number => {
+  switch (error._tag) {
+    case "ConfigError":
+    case "PluginError":
+      return 1
+    case "SourceError":
+    case "SinkError":
+      return error.retryable ? 2 : 1
+    case "IntegrityError":
+      return 3
+    case "FormatError":
+    case "StateError":
+      return 1
+  }
+}
+
+/** The message of an unknown thrown value, for wrapping library failures into tagged errors. */
+export const describeCause = (cause: unknown): string => {
+  if (cause instanceof Error) return cause.message
+  if (typeof cause === "string") return cause
+  try {
+    return JSON.stringify(cause)
+  } catch {
+    return String(cause)
+  }
+}
