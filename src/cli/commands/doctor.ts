@@ -1,0 +1,41 @@
+import * as Command from "@effect/cli/Command"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { validateConfigFile } from "../../registry/load-config.js"
+import { type DoctorCheck, doctor } from "../../runtime/doctor.js"
+import { ExitCode, worstExitCode } from "../exit.js"
+import { configOption } from "./run.js"
+
+const HINT_INDENT = "       "
+
+/** `[OK]  <name>` (two spaces, no detail) or `[FAIL] <name>: <what happened>` + an indented `Hint:` line. */
+export const renderCheck = (check: DoctorCheck): string => {
+  if (!check.error) return `[OK]  ${check.name}`
+  const lines = [`[FAIL] ${check.name}: ${check.error.message}`]
+  if (check.error.hint) lines.push(`${HINT_INDENT}Hint: ${check.error.hint}`)
+  return lines.join("\n")
+}
+
+/** `rivet doctor -c export.yaml` — checks the source, every export's query and every destination. */
+export const doctorCommand = Command.make("doctor", { config: configOption }, ({ config }) =>
+  Effect.gen(function* () {
+    const out = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
+    yield* out(`rivet doctor: checking config '${config}'\n`)
+    const loaded = yield* validateConfigFile(config)
+    if (Either.isLeft(loaded)) {
+      for (const error of loaded.left) yield* out(renderCheck({ name: "Config", error }))
+      yield* out("\nSome checks failed. Fix the issues above before running exports.")
+      return new ExitCode(1)
+    }
+    yield* out(renderCheck({ name: "Config parsed successfully" }))
+    const checks = yield* doctor(loaded.right)
+    for (const check of checks) yield* out(renderCheck(check))
+    const errors = checks.flatMap((check) => (check.error ? [check.error] : []))
+    yield* out(errors.length === 0 ? "\nAll checks passed." : "\nSome checks failed. Fix the issues above before running exports.")
+    return new ExitCode(worstExitCode(errors))
+  })
+).pipe(
+  Command.withDescription(
+    "Check that the source answers, each query resolves and each destination is reachable and writable.\n\nExample:\n  rivet doctor -c export.yaml"
+  )
+)

@@ -1,0 +1,27 @@
+import * as Effect from "effect/Effect"
+import { exitCodeOf, type ConfigError, type RivetError } from "../runtime/errors.js"
+import { renderError } from "./render.js"
+
+/**
+ * Thrown-free way for commands to end the process with a code: commands compute the code and the
+ * entry point sets `process.exitCode`, so finalizers (cursors, uploads, embedded servers) still run.
+ */
+export class ExitCode {
+  constructor(readonly code: number) {}
+}
+
+export const printErrors = (errors: ReadonlyArray<RivetError>) =>
+  Effect.sync(() => {
+    for (const error of errors) process.stderr.write(`${renderError(error)}\n`)
+  })
+
+/** Exit code precedence: drift (4) > integrity (3) > retryable (2) > config/other (1). */
+export const worstExitCode = (errors: ReadonlyArray<RivetError>): number => {
+  const codes = errors.map(exitCodeOf)
+  if (codes.length === 0) return 0
+  for (const code of [4, 3, 2]) if (codes.includes(code)) return code
+  return 1
+}
+
+export const configFailure = (errors: ReadonlyArray<ConfigError>) =>
+  Effect.as(printErrors(errors), new ExitCode(1))

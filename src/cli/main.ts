@@ -1,0 +1,39 @@
+import * as Command from "@effect/cli/Command"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import { createRequire } from "node:module"
+import { doctorCommand } from "./commands/doctor.js"
+import { runCommand } from "./commands/run.js"
+import { ExitCode } from "./exit.js"
+
+const { version } = createRequire(import.meta.url)("../../package.json") as { version: string }
+
+const rivet = Command.make("rivet").pipe(
+  Command.withDescription("Export PostgreSQL tables to Parquet, CSV or NDJSON on local disk, stdout or S3."),
+  Command.withSubcommands([runCommand, doctorCommand])
+)
+
+const cli = Command.run(rivet, { name: "rivet", version })
+
+const verbose = process.argv.includes("--verbose")
+
+const program = Effect.suspend(() => cli(process.argv)).pipe(
+  Effect.map((result: unknown) => (result instanceof ExitCode ? result.code : 0)),
+  // @effect/cli has already printed usage errors; anything else is unexpected and reported briefly.
+  Effect.catchAllCause((cause) =>
+    Effect.sync(() => {
+      const failure = Cause.failureOption(cause)
+      const isUsage = failure._tag === "Some" && typeof failure.value === "object" && failure.value !== null && "_tag" in failure.value
+      if (!isUsage || verbose) {
+        process.stderr.write(`Error: ${verbose ? Cause.pretty(cause) : String(Cause.squash(cause))}\n`)
+      }
+      return 1
+    })
+  ),
+  Effect.tap((code) => Effect.sync(() => (process.exitCode = code))),
+  Effect.provide(NodeContext.layer)
+)
+
+NodeRuntime.runMain(program, { disableErrorReporting: true })

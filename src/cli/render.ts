@@ -1,0 +1,52 @@
+import type { RivetError } from "../runtime/errors.js"
+import type { ExportOutcome } from "../runtime/progress.js"
+import { formatBytes } from "../runtime/size.js"
+
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/g
+
+/** One readable error (plus hint) for the terminal; never a stack trace. */
+export const renderError = (error: RivetError): string => {
+  const where = error._tag === "ConfigError" ? `${error.path}: ` : ""
+  const lines = [`Error: ${where}${error.message}`.replace(CONTROL, "")]
+  if (error.hint) lines.push(`Hint: ${error.hint}`.replace(CONTROL, ""))
+  return lines.join("\n")
+}
+
+export const formatCount = (value: number): string => value.toLocaleString("en-US")
+
+export const formatDuration = (ms: number): string => {
+  if (ms < 1000) return `${Math.round(ms)}ms`
+  const seconds = ms / 1000
+  if (seconds < 60) return `${seconds.toFixed(1)}s`
+  const minutes = Math.floor(seconds / 60)
+  const rest = (seconds - minutes * 60).toFixed(1).padStart(4, "0")
+  if (minutes < 60) return `${minutes}m ${rest}s`
+  return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, "0")}m ${rest}s`
+}
+
+export const formatRate = (rows: number, ms: number): string => {
+  const perSecond = ms > 0 ? (rows * 1000) / ms : 0
+  if (perSecond >= 1_000_000) return `${(perSecond / 1_000_000).toFixed(1)}M rows/s`
+  if (perSecond >= 1_000) return `${(perSecond / 1_000).toFixed(1)}K rows/s`
+  return `${Math.round(perSecond)} rows/s`
+}
+
+/** The per-export summary block printed on stderr when an export ends. */
+export const renderSummary = (outcome: ExportOutcome): string => {
+  const rows: Array<[string, string]> = []
+  if (outcome.runId) rows.push(["run_id", outcome.runId])
+  rows.push(["status", outcome.status])
+  if (outcome.status === "success") {
+    rows.push(["rows", formatCount(outcome.rows)])
+    rows.push(["files", formatCount(outcome.files)])
+    rows.push(["bytes", formatBytes(outcome.bytes)])
+    if (outcome.files > 0 || outcome.uri) rows.push(["output", outcome.uri])
+    if (outcome.retries > 0) rows.push(["retries", formatCount(outcome.retries)])
+    rows.push(["throughput", formatRate(outcome.rows, outcome.durationMs)])
+  }
+  rows.push(["duration", formatDuration(outcome.durationMs)])
+  if (outcome.error) rows.push(["error", outcome.error])
+  const width = Math.max(...rows.map(([label]) => label.length)) + 2
+  const header = `── ${outcome.exportName} `.padEnd(60, "─")
+  return [header, ...rows.map(([label, value]) => `  ${`${label}:`.padEnd(width)}${value}`)].join("\n")
+}

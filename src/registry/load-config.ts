@@ -1,0 +1,76 @@
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { validateConfig } from "../runtime/config/decode.js"
+import type { RivetConfig } from "../runtime/config/model.js"
+import { interpolate, parseYaml } from "../runtime/config/yaml.js"
+import { ConfigError, describeCause } from "../runtime/errors.js"
+import type { AnyPlugin } from "../runtime/plugin.js"
+import { makeResolver } from "./resolver.js"
+
+export interface LoadOptions {
+  readonly env?: Readonly<Record<string, string | undefined>>
+  /** Plugins passed in code, in addition to the built-ins and the config's `plugins:`. */
+  readonly plugins?: ReadonlyArray<AnyPlugin>
+}
+
+const pluginList = (value: unknown): ReadonlyArray<string> => {
+  if (value === null || typeof value !== "object" || !("plugins" in value)) return []
+  const list = value.plugins
+  return Array.isArray(list) ? list.filter((item): item is string => typeof item === "string") : []
+}
+
+/**
+ * Decodes a config value (already parsed, e.g. an object built in code): `${VAR}` substitution,
+ * plugin loading, then every block decoded by its plugin. Returns all problems found.
+ */
+export const validateConfigValue = (
+  value: unknown,
+  configDir: string,
+  origin: string,
+  options: LoadOptions = {}
+): Effect.Effect<Either.Either<RivetConfig, ReadonlyArray<ConfigError>>> =>
+  Effect.gen(function* () {
+    const resolved = yield* interpolate(value, options.env ?? process.env)
+    const resolver = yield* makeResolver(pluginList(resolved), configDir, options.plugins)
+    return yield* validateConfig({ value: resolved, configDir, origin, plugins: resolver })
+  }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
+
+/** Reads and validates a YAML config file, returning every problem found. */
+export const validateConfigFile = (
+  file: string,
+  options: LoadOptions = {}
+): Effect.Effect<Either.Either<RivetConfig, ReadonlyArray<ConfigError>>> =>
+  Effect.gen(function* () {
+    const text = yield* Effect.tryPromise({
+      try: () => fs.readFile(file, "utf8"),
+      catch: (cause) =>
+        new ConfigError({
+          path: file,
+          message: `cannot read the config file: ${describeCause(cause)}`,
+          hint: "check the --config path"
+        })
+    })
+    const parsed = yield* parseYaml(text, file)
+    const result = yield* validateConfigValue(parsed.value, path.dirname(path.resolve(file)), file, options)
+    return Either.mapLeft(result, (errors) =>
+      errors.map((error) => {
+        const line = parsed.lineOf(pathSegments(error.path))
+        return line === undefined ? error : new ConfigError({ ...error, path: `${error.path} (line ${line})` })
+      })
+    )
+  }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
+
+/** Reads, validates and decodes a YAML config file, failing with the first problem. */
+export const loadConfigFile = (file: string, options: LoadOptions = {}): Effect.Effect<RivetConfig, ConfigError> =>
+  Effect.flatMap(validateConfigFile(file, options), (result) =>
+    Either.isRight(result) ? Effect.succeed(result.right) : Effect.fail(result.left[0]!)
+  )
+
+/** `exports[1].destination.bucket` → ["exports", 1, "destination", "bucket"]. */
+const pathSegments = (configPath: string): Array<string | number> =>
+  configPath
+    .split(/\.|(?=\[)/)
+    .filter(Boolean)
+    .map((segment) => (/^\[\d+\]$/.test(segment) ? Number(segment.slice(1, -1)) : segment))

@@ -1,0 +1,122 @@
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
+import { ConfigError } from "../errors.js"
+
+/** `exports[1].destination.bucket` from a base path and the segments below it. */
+export const joinPath = (base: string, segments: ReadonlyArray<PropertyKey>): string =>
+  segments.reduce<string>((path, segment) => {
+    if (typeof segment === "number") return `${path}[${segment}]`
+    const key = String(segment)
+    return path ? `${path}.${key}` : key
+  }, base)
+
+const editDistance = (a: string, b: string): number => {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0]!
+    row[0] = i
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j]!
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1))
+      diagonal = above
+    }
+  }
+  return row[b.length]!
+}
+
+/** The closest known word, when it is close enough to be a likely typo. */
+export const didYouMean = (input: string, known: ReadonlyArray<string>): string | undefined => {
+  let best: string | undefined
+  let bestDistance = Infinity
+  for (const candidate of known) {
+    const distance = editDistance(input.toLowerCase(), candidate.toLowerCase())
+    if (distance < bestDistance) {
+      best = candidate
+      bestDistance = distance
+    }
+  }
+  return best !== undefined && bestDistance <= Math.max(2, Math.floor(best.length / 3)) ? best : undefined
+}
+
+/** The keys a user writes in YAML for a struct schema (its encoded side). */
+export const knownKeys = (schema: Schema.Schema.AnyNoContext): ReadonlyArray<string> => {
+  try {
+    return SchemaAST.getPropertySignatures(SchemaAST.encodedAST(schema.ast)).map((p) => String(p.name))
+  } catch {
+    return []
+  }
+}
+
+export const unknownKeyError = (path: string, key: string, known: ReadonlyArray<string>): ConfigError => {
+  const suggestion = didYouMean(key, known)
+  return new ConfigError({
+    path: joinPath(path, [key]),
+    message: `unknown key '${key}'`,
+    hint: suggestion
+      ? `did you mean '${suggestion}'?`
+      : known.length > 0
+        ? `known keys here: ${known.join(", ")}`
+        : "this block takes no keys"
+  })
+}
+
+const messageOf = (issue: ParseResult.ArrayFormatterIssue): string => {
+  switch (issue._tag) {
+    case "Missing":
+      return "is required"
+    case "Type":
+      return issue.message.replace(/^Expected /, "expected ")
+    default:
+      return issue.message
+  }
+}
+
+/**
+ * Decodes a config block with its schema, rejecting unknown keys. Every problem becomes one ConfigError
+ * carrying the full config path, e.g. `exports[0].destination.pth: unknown key 'pth'` + "did you mean 'path'?".
+ */
+export const decodeBlock = <A, I>(
+  schema: Schema.Schema<A, I>,
+  input: unknown,
+  path: string
+): Either.Either<A, ReadonlyArray<ConfigError>> => {
+  const result = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })(input)
+  if (Either.isRight(result)) return Either.right(result.right)
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(result.left)
+  return Either.left(
+    issues.map((issue) => {
+      if (issue._tag === "Unexpected" && issue.path.length > 0) {
+        const parentPath = issue.path.slice(0, -1)
+        const key = String(issue.path[issue.path.length - 1])
+        return unknownKeyError(joinPath(path, parentPath), key, keysAt(schema, parentPath))
+      }
+      return new ConfigError({ path: joinPath(path, issue.path), message: messageOf(issue) })
+    })
+  )
+}
+
+/** Known keys of the struct found by walking `segments` into a schema (best effort, for hints). */
+const keysAt = (schema: Schema.Schema.AnyNoContext, segments: ReadonlyArray<PropertyKey>): ReadonlyArray<string> => {
+  let ast: SchemaAST.AST = SchemaAST.encodedAST(schema.ast)
+  for (const segment of segments) {
+    if (typeof segment === "number") {
+      if (SchemaAST.isTupleType(ast) && ast.rest[0]) ast = ast.rest[0].type
+      continue
+    }
+    const property = safeSignatures(ast).find((p) => p.name === segment)
+    if (!property) return []
+    ast = property.type
+  }
+  return safeSignatures(ast).map((p) => String(p.name))
+}
+
+const safeSignatures = (ast: SchemaAST.AST): ReadonlyArray<SchemaAST.PropertySignature> => {
+  if (SchemaAST.isUnion(ast)) return ast.types.flatMap((member) => safeSignatures(member))
+  try {
+    return SchemaAST.getPropertySignatures(ast)
+  } catch {
+    return []
+  }
+}

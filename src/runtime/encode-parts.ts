@@ -1,0 +1,68 @@
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { Batch, BatchSchema } from "./batch.js"
+import type { FormatError } from "./errors.js"
+import type { FormatDriverShape, PartEncoder } from "./plugin.js"
+
+/** Encoded output, tagged with the part it belongs to. `end` closes a part and carries its row count. */
+export type PartPiece =
+  | { readonly _tag: "bytes"; readonly part: number; readonly bytes: Uint8Array }
+  | { readonly _tag: "end"; readonly part: number; readonly rows: number }
+
+/**
+ * Encodes batches into a stream of parts. A part is opened on the first non-empty batch (an export with
+ * no rows has no part) and closed at the end of the stream or, with `maxFileSize`, as soon as its encoded
+ * bytes reach that size (checked after each batch, so a part can exceed it by what one batch adds).
+ */
+export const encodeParts = <E, R>(
+  batches: Stream.Stream<Batch, E, R>,
+  format: FormatDriverShape,
+  schema: BatchSchema,
+  maxFileSize: number | undefined
+): Stream.Stream<PartPiece, E | FormatError, R> =>
+  Stream.suspend(() => {
+    let encoder: PartEncoder | undefined
+    let part = -1
+    let partBytes = 0
+    let partRows = 0
+
+    const emit = (chunks: ReadonlyArray<Uint8Array>, out: Array<PartPiece>) => {
+      for (const bytes of chunks) {
+        if (bytes.length === 0) continue
+        partBytes += bytes.length
+        out.push({ _tag: "bytes", part, bytes })
+      }
+    }
+
+    const closePart = (out: Array<PartPiece>) =>
+      Effect.gen(function* () {
+        if (!encoder) return out
+        const current = encoder
+        encoder = undefined
+        emit(yield* current.finish, out)
+        out.push({ _tag: "end", part, rows: partRows })
+        return out
+      })
+
+    const onBatch = (batch: Batch) =>
+      Effect.gen(function* () {
+        const out: Array<PartPiece> = []
+        if (batch.rowCount === 0) return out
+        if (!encoder) {
+          encoder = yield* format.open(schema)
+          part++
+          partBytes = 0
+          partRows = 0
+        }
+        emit(yield* encoder.write(batch), out)
+        partRows += batch.rowCount
+        if (maxFileSize !== undefined && partBytes >= maxFileSize) yield* closePart(out)
+        return out
+      })
+
+    return batches.pipe(
+      Stream.mapEffect(onBatch),
+      Stream.concat(Stream.fromEffect(Effect.suspend(() => closePart([])))),
+      Stream.flattenIterables
+    )
+  })

@@ -1,0 +1,116 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { validateConfigValue } from "../../src/registry/load-config.js"
+import { interpolate } from "../../src/runtime/config/yaml.js"
+import type { ConfigError, FormatError, SinkError, SourceError } from "../../src/runtime/errors.js"
+import { defineFormat, defineSink, defineSource, FormatDriver, SinkDriver, SourceDriver } from "../../src/runtime/plugin.js"
+
+const source = defineSource({
+  type: "fakedb",
+  config: Schema.Struct({ url: Schema.String }),
+  make: () => Layer.die("unused") as Layer.Layer<SourceDriver, SourceError>
+})
+const format = defineFormat({
+  type: "fakefmt",
+  config: Schema.Struct({ compression: Schema.optional(Schema.Literal("none", "zstd")) }),
+  make: () => Layer.die("unused") as Layer.Layer<FormatDriver, FormatError>
+})
+const sink = defineSink({
+  type: "fakesink",
+  config: Schema.Struct({ path: Schema.String }),
+  make: () => Layer.die("unused") as Layer.Layer<SinkDriver, SinkError>
+})
+const plugins = [source, format, sink] as never
+
+const valid = {
+  source: { type: "fakedb", url: "postgres://x" },
+  exports: [{ name: "orders", table: "public.orders", format: "fakefmt", destination: { type: "fakesink", path: "out" } }]
+}
+
+const problems = (value: unknown, env: Record<string, string> = {}) =>
+  Effect.map(validateConfigValue(value, "/tmp", "test.yaml", { plugins, env }), (result) =>
+    Either.isLeft(result) ? result.left.map((e: ConfigError) => ({ path: e.path, message: e.message, hint: e.hint })) : []
+  )
+
+const withExport = (patch: Record<string, unknown>) => ({ ...valid, exports: [{ ...valid.exports[0], ...patch }] })
+
+describe("config decoding", () => {
+  it.effect("decodes a valid config with the chosen plugins", () =>
+    Effect.gen(function* () {
+      const result = yield* validateConfigValue(valid, "/tmp", "test.yaml", { plugins })
+      expect(Either.isRight(result)).toBe(true)
+      if (Either.isRight(result)) {
+        const [spec] = result.right.exports
+        expect(spec?.table).toEqual({ schema: "public", name: "orders" })
+        expect(spec?.batchSize).toBe(10_000)
+        expect(spec?.format.plugin.type).toBe("fakefmt")
+        expect(spec?.destination.config).toEqual({ path: "out" })
+      }
+    }))
+
+  it.effect("names the path of an unknown key and suggests the closest one", () =>
+    Effect.gen(function* () {
+      const found = yield* problems(withExport({ destination: { type: "fakesink", pth: "out" } }))
+      expect(found).toContainEqual({ path: "exports[0].destination.pth", message: "unknown key 'pth'", hint: "did you mean 'path'?" })
+    }))
+
+  it.effect("routes export keys to the format plugin and rejects unknown ones", () =>
+    Effect.gen(function* () {
+      expect(yield* problems(withExport({ compression: "zstd" }))).toEqual([])
+      const found = yield* problems(withExport({ compresion: "zstd" }))
+      expect(found).toEqual([
+        { path: "exports[0].compresion", message: "unknown key 'compresion'", hint: "did you mean 'compression'?" }
+      ])
+      const wrong = yield* problems(withExport({ compression: "lz5" }))
+      expect(wrong[0]?.path).toBe("exports[0].compression")
+    }))
+
+  it.effect("reports unknown plugin types with the available ones", () =>
+    Effect.gen(function* () {
+      const found = yield* problems(withExport({ destination: { type: "fakesnk", path: "x" } }))
+      expect(found[0]).toMatchObject({ path: "exports[0].destination.type", hint: "did you mean 'fakesink'?" })
+      const noType = yield* problems({ ...valid, source: { url: "x" } })
+      expect(noType[0]).toMatchObject({ path: "source.type", message: "is required" })
+    }))
+
+  it.effect("rejects table and query together, duplicates, bad names, bad sizes, empty exports", () =>
+    Effect.gen(function* () {
+      expect((yield* problems(withExport({ query: "select 1" })))[0]?.message).toContain("exactly one of 'table' or 'query'")
+      const duplicate = yield* problems({ ...valid, exports: [valid.exports[0], valid.exports[0]] })
+      expect(duplicate[0]).toMatchObject({ path: "exports[1].name" })
+      expect(duplicate[0]?.message).toContain("duplicate export name 'orders'")
+      expect((yield* problems(withExport({ name: "../etc" })))[0]?.path).toBe("exports[0].name")
+      const size = yield* problems(withExport({ max_file_size: "12 parsecs" }))
+      expect(size[0]).toMatchObject({ path: "exports[0].max_file_size" })
+      expect(size[0]?.message).toContain("invalid size")
+      expect((yield* problems({ ...valid, exports: [] }))[0]).toMatchObject({ path: "exports" })
+      expect((yield* problems(withExport({ batch_size: 0 })))[0]?.path).toBe("exports[0].batch_size")
+      expect((yield* problems(withExport({ columns: { amount: { type: "decimal(99,2)" } } })))[0]?.path).toBe(
+        "exports[0].columns.amount.type"
+      )
+    }))
+
+  it.effect("collects every problem in one pass", () =>
+    Effect.gen(function* () {
+      const found = yield* problems({
+        source: { type: "fakedb" },
+        exports: [{ name: "a", destination: { type: "fakesink" } }, { name: "b b", table: "t", destination: {} }]
+      })
+      expect(found.map((p) => p.path)).toEqual(
+        expect.arrayContaining(["source.url", "exports[0].destination.path", "exports[1].name", "exports[1].destination.type"])
+      )
+    }))
+
+  it.effect("substitutes ${VAR} in values and names unset variables", () =>
+    Effect.gen(function* () {
+      expect(yield* interpolate({ a: ["x-${A}-$${B}"] }, { A: "1" })).toEqual({ a: ["x-1-${B}"] })
+      const found = yield* problems(withExport({ destination: { type: "fakesink", path: "${OUT_DIR}" } }))
+      expect(found[0]).toMatchObject({ path: "exports[0].destination.path" })
+      expect(found[0]?.message).toContain("environment variable 'OUT_DIR' is not set")
+      const set = yield* problems(withExport({ destination: { type: "fakesink", path: "${OUT_DIR}" } }), { OUT_DIR: "/x" })
+      expect(set).toEqual([])
+    }))
+})

@@ -1,0 +1,124 @@
+import { createHash } from "node:crypto"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Stream from "effect/Stream"
+import type { PartPiece } from "../../src/runtime/encode-parts.js"
+import { SinkError } from "../../src/runtime/errors.js"
+import type { SinkDriverShape, UploadHandle } from "../../src/runtime/plugin.js"
+import { uploadParts } from "../../src/runtime/upload-parts.js"
+
+/** A recording sink: objects become visible only on put/complete; blocks can be made to fail. */
+const recordingSink = (options: { blockSize: number; concurrency: number; failBlock?: (key: string, index: number, attempt: number) => SinkError | undefined }) => {
+  const visible = new Map<string, Uint8Array>()
+  const log: Array<string> = []
+  const attempts = new Map<string, number>()
+  const sink: SinkDriverShape = {
+    label: "Recording",
+    uri: (key) => `mem://${key ?? ""}`,
+    capabilities: { markers: true, blockSize: options.blockSize, concurrency: options.concurrency },
+    check: Effect.void,
+    put: (key, bytes) => Effect.sync(() => { log.push(`put ${key}`); visible.set(key, bytes) }),
+    begin: (key) =>
+      Effect.sync((): UploadHandle => {
+        log.push(`begin ${key}`)
+        const blocks = new Map<number, Uint8Array>()
+        return {
+          writeBlock: (index, bytes) =>
+            Effect.suspend(() => {
+              const id = `${key}#${index}`
+              const attempt = (attempts.get(id) ?? 0) + 1
+              attempts.set(id, attempt)
+              const failure = options.failBlock?.(key, index, attempt)
+              if (failure) return Effect.fail(failure)
+              blocks.set(index, bytes.slice())
+              return Effect.void
+            }),
+          complete: (count) =>
+            Effect.sync(() => {
+              log.push(`complete ${key} ${count}`)
+              const parts = Array.from({ length: count }, (_, i) => blocks.get(i)!)
+              visible.set(key, Buffer.concat(parts))
+            }),
+          abort: Effect.sync(() => void log.push(`abort ${key}`))
+        }
+      })
+  }
+  return { sink, visible, log }
+}
+
+const pieces = (parts: ReadonlyArray<ReadonlyArray<string>>): Stream.Stream<PartPiece> =>
+  Stream.fromIterable(
+    parts.flatMap((chunks, part): Array<PartPiece> => [
+      ...chunks.map((text) => ({ _tag: "bytes" as const, part, bytes: new TextEncoder().encode(text) })),
+      { _tag: "end" as const, part, rows: chunks.length }
+    ])
+  )
+
+const options = (sink: SinkDriverShape) => ({
+  sink,
+  contentType: "text/plain",
+  keyOf: (part: number) => `part${part}`,
+  retry: { maxRetries: 3, initialDelay: "1 millis", maxDelay: "2 millis" } as const,
+  onRetry: () => {},
+  onCommitted: () => {},
+  onBytes: () => {}
+})
+
+describe("uploadParts", () => {
+  it.scoped("writes small parts with put and large ones block by block, hashing the exact bytes", () =>
+    Effect.gen(function* () {
+      const { sink, visible, log } = recordingSink({ blockSize: 4, concurrency: 3 })
+      const records = yield* uploadParts(pieces([["abc"], ["hello ", "world", "!!"]]), options(sink))
+      expect(new TextDecoder().decode(visible.get("part0"))).toBe("abc")
+      expect(new TextDecoder().decode(visible.get("part1"))).toBe("hello world!!")
+      expect(log).toEqual(["put part0", "begin part1", "complete part1 4"])
+      expect(records).toEqual([
+        { path: "part0", rows: 1, size_bytes: 3, content_fingerprint: `sha256:${createHash("sha256").update("abc").digest("hex")}` },
+        {
+          path: "part1",
+          rows: 3,
+          size_bytes: 13,
+          content_fingerprint: `sha256:${createHash("sha256").update("hello world!!").digest("hex")}`
+        }
+      ])
+    }))
+
+  // Live clock: the retry policy really sleeps between attempts.
+  it.live("retries a block that fails with a retryable error", () =>
+    Effect.gen(function* () {
+      const transient = new SinkError({ plugin: "rec", operation: "writeBlock", reason: "Unavailable", message: "503", retryable: true })
+      const { sink, visible } = recordingSink({
+        blockSize: 2,
+        concurrency: 2,
+        failBlock: (_key, index, attempt) => (index === 1 && attempt < 3 ? transient : undefined)
+      })
+      let retries = 0
+      yield* Effect.scoped(uploadParts(pieces([["abcdef"]]), { ...options(sink), onRetry: () => void retries++ }))
+      expect(new TextDecoder().decode(visible.get("part0"))).toBe("abcdef")
+      expect(retries).toBe(2)
+    }))
+
+  it.effect("aborts the open upload and publishes nothing when a block fails for good", () =>
+    Effect.gen(function* () {
+      const denied = new SinkError({ plugin: "rec", operation: "writeBlock", reason: "PermissionDenied", message: "no", retryable: false })
+      const { sink, visible, log } = recordingSink({ blockSize: 2, concurrency: 1, failBlock: (_k, index) => (index === 2 ? denied : undefined) })
+      const exit = yield* Effect.exit(Effect.scoped(uploadParts(pieces([["abcdefgh"]]), options(sink))))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(visible.size).toBe(0)
+      expect(log).toEqual(["begin part0", "abort part0"])
+    }))
+
+  it.effect("aborts the open upload when the byte stream fails mid-part", () =>
+    Effect.gen(function* () {
+      const { sink, visible, log } = recordingSink({ blockSize: 2, concurrency: 2 })
+      const failing = Stream.concat(
+        pieces([["abcdefgh"]]).pipe(Stream.take(1)),
+        Stream.fail("source broke")
+      )
+      const exit = yield* Effect.exit(Effect.scoped(uploadParts(failing, options(sink))))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(visible.size).toBe(0)
+      expect(log).toEqual(["begin part0", "abort part0"])
+    }))
+})
