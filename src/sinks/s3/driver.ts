@@ -1,0 +1,140 @@
+import {
+  DeleteObjectCommand,
+  GetBucketLocationCommand,
+  GetObjectCommand,
+  type GetObjectCommandOutput,
+  ListObjectsV2Command
+} from "@aws-sdk/client-s3"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { SinkError } from "../../runtime/errors.js"
+import type { PluginContext, SinkDriverShape, StoredObject } from "../../runtime/plugin.js"
+import { bindBucket, makeS3Client, type S3Bucket, type S3Timeouts } from "./client.js"
+import { DOCTOR_PROBE_NAME, type S3Config } from "./config.js"
+import { credentialSourceOf, describeCredentialSource, resolveCredentials } from "./credentials.js"
+import { s3Uri, toSinkError } from "./errors.js"
+import { validateKey } from "./keys.js"
+import { beginUpload, putObject } from "./upload.js"
+
+/** Options that are not user config: tests shorten the network timeouts. */
+export interface S3DriverOptions {
+  readonly timeouts?: S3Timeouts
+}
+
+const PROBE_BODY = new TextEncoder().encode("ok")
+
+/**
+ * Reachability (GetBucketLocation — the permission the docs ask for — rather than HeadBucket, whose bodiless 403
+ * cannot tell a bad signature from a missing permission), then write permission: the probe is written with the
+ * same storage class, encryption and tags as real objects. Deleting it is best effort, since s3:DeleteObject is not
+ * a permission Rivet requires.
+ */
+const checkBucket = (s3: S3Bucket) =>
+  Effect.gen(function* () {
+    yield* s3.call("GetBucketLocation", undefined, (abortSignal) =>
+      s3.client.send(new GetBucketLocationCommand({ Bucket: s3.bucket }), { abortSignal })
+    )
+    const probeKey = `${s3.prefix}${DOCTOR_PROBE_NAME}`
+    yield* putObject(s3, probeKey, PROBE_BODY, "text/plain")
+    yield* s3
+      .call("DeleteObject", probeKey, (abortSignal) =>
+        s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: probeKey }), { abortSignal })
+      )
+      .pipe(Effect.ignore)
+  }).pipe(Effect.withSpan("S3Sink.check"))
+
+/** Every object under the prefix (paginated), keys relative to it; the doctor probe is not an export's object. */
+const listObjects = (s3: S3Bucket) =>
+  Effect.gen(function* () {
+    const objects: Array<StoredObject> = []
+    let token: string | undefined
+    do {
+      const page = yield* s3.call("ListObjectsV2", s3.prefix === "" ? undefined : s3.prefix, (abortSignal) =>
+        s3.client.send(
+          new ListObjectsV2Command({
+            Bucket: s3.bucket,
+            ...(s3.prefix === "" ? {} : { Prefix: s3.prefix }),
+            ...(token === undefined ? {} : { ContinuationToken: token })
+          }),
+          { abortSignal }
+        )
+      )
+      for (const item of page.Contents ?? []) {
+        if (item.Key === undefined || !item.Key.startsWith(s3.prefix)) continue
+        const key = item.Key.slice(s3.prefix.length)
+        if (key === DOCTOR_PROBE_NAME) continue
+        objects.push({ key, size: item.Size ?? 0 })
+      }
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined
+    } while (token !== undefined)
+    return objects
+  }).pipe(Effect.withSpan("S3Sink.list"))
+
+type Body = NonNullable<GetObjectCommandOutput["Body"]>
+
+const isNodeStream = (body: Body): body is Body & AsyncIterable<Uint8Array> & { destroy: () => void } =>
+  Symbol.asyncIterator in body && typeof (body as { destroy?: unknown }).destroy === "function"
+
+/** GetObject streamed: the response body is released when the stream ends, fails or is interrupted. */
+const readObject = (s3: S3Bucket, key: string, onError: (cause: unknown) => SinkError) =>
+  Stream.unwrapScoped(
+    Effect.gen(function* () {
+      const output = yield* Effect.acquireRelease(
+        s3.call("GetObject", key, (abortSignal) =>
+          s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }), { abortSignal })
+        ),
+        (output) => Effect.sync(() => (output.Body && isNodeStream(output.Body) ? output.Body.destroy() : undefined))
+      )
+      const body = output.Body
+      if (body === undefined) return Stream.empty
+      if (!isNodeStream(body)) return yield* onError(new Error("the response body is not a Node.js stream"))
+      return Stream.fromAsyncIterable(body, onError)
+    })
+  ).pipe(Stream.withSpan("S3Sink.read"))
+
+/**
+ * The S3 driver: an S3 client scoped to the layer, bound to one bucket and prefix, exposing the sink primitives.
+ * Fails (before any network I/O) when an env var named by access_key_env/secret_key_env is unset.
+ */
+export const makeS3Driver = (
+  config: S3Config,
+  context: PluginContext,
+  options: S3DriverOptions = {}
+): Effect.Effect<SinkDriverShape, SinkError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const source = credentialSourceOf(config)
+    const credentials = yield* resolveCredentials(source, context.env)
+    const client = yield* makeS3Client(config, credentials, options.timeouts)
+    const s3 = bindBucket(client, config, describeCredentialSource(source))
+    const fullKey = (key: string) => `${s3.prefix}${key}`
+    const checkKey = (operation: string, key: string) => {
+      const invalid = validateKey(operation, config.bucket, s3.prefix, key)
+      return invalid === undefined ? Effect.void : Effect.fail(invalid)
+    }
+    const streamError = (key: string) => (cause: unknown) =>
+      toSinkError(cause, {
+        operation: "GetObject",
+        bucket: config.bucket,
+        key,
+        endpoint: config.endpoint,
+        credentials: describeCredentialSource(source)
+      })
+
+    const driver: SinkDriverShape = {
+      label: `S3(${config.bucket})`,
+      uri: (key) => s3Uri(config.bucket, fullKey(key ?? "")),
+      capabilities: { markers: true, blockSize: config.part_size, concurrency: config.upload_concurrency },
+      check: checkBucket(s3),
+      put: Effect.fn("S3Sink.put")(function* (key: string, bytes: Uint8Array, contentType: string) {
+        yield* checkKey("PutObject", key)
+        yield* putObject(s3, fullKey(key), bytes, contentType)
+      }),
+      begin: (key, contentType) =>
+        Effect.zipRight(checkKey("CreateMultipartUpload", key), beginUpload(s3, fullKey(key), contentType)),
+      list: listObjects(s3),
+      read: (key) =>
+        Stream.unwrap(Effect.as(checkKey("GetObject", key), readObject(s3, fullKey(key), streamError(fullKey(key)))))
+    }
+    return driver
+  })

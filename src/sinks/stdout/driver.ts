@@ -1,0 +1,168 @@
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import { describeCause, SinkError } from "../../runtime/errors.js"
+import { SinkDriver } from "../../runtime/plugin.js"
+import type { SinkDriverShape, UploadHandle } from "../../runtime/plugin.js"
+
+/** Blocks of 64 KiB: the size of a pipe buffer on Linux, so each block is about one write to the reader. */
+export const STDOUT_BLOCK_SIZE = 64 * 1024
+
+const PLUGIN = "stdout"
+
+const CLOSED_CODES = new Set(["EPIPE", "ECONNRESET", "ERR_STREAM_DESTROYED", "ERR_STREAM_WRITE_AFTER_END"])
+
+const codeOf = (cause: unknown): string | undefined =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
+    ? cause.code
+    : undefined
+
+const closedError = (operation: string, key: string | undefined): SinkError =>
+  new SinkError({
+    plugin: PLUGIN,
+    operation,
+    ...(key === undefined ? {} : { key }),
+    reason: "Unavailable",
+    retryable: false,
+    message: "stdout was closed by the reader",
+    hint: "the program reading rivet's output (for example `head`) exited before the export finished, so the output is incomplete"
+  })
+
+const writeError = (operation: string, key: string | undefined, cause: unknown): SinkError => {
+  const code = codeOf(cause)
+  if (code !== undefined && CLOSED_CODES.has(code)) return closedError(operation, key)
+  return new SinkError({
+    plugin: PLUGIN,
+    operation,
+    ...(key === undefined ? {} : { key }),
+    reason: "Unknown",
+    retryable: false,
+    message: `cannot write to stdout: ${describeCause(cause)}`
+  })
+}
+
+const protocolError = (operation: string, key: string, message: string): SinkError =>
+  new SinkError({ plugin: PLUGIN, operation, key, reason: "Unknown", retryable: false, message })
+
+/**
+ * The stdout sink: bytes go to `stream` in the order they are written, waiting for `'drain'` whenever the
+ * stream's buffer is full. A stream can never take bytes back, so `abort` does nothing and blocks must come
+ * in order (the capabilities ask for one at a time). The first write error — usually EPIPE when the reader
+ * exits — is kept and returned by every later operation.
+ *
+ * `stream` is a parameter for tests; the plugin always uses `process.stdout`.
+ */
+export const makeStdoutDriver = (
+  stream: NodeJS.WritableStream = process.stdout
+): Effect.Effect<SinkDriverShape, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    let failure: SinkError | undefined
+    let inFlight = 0
+    const idleWaiters = new Set<() => void>()
+
+    const fail = (operation: string, key: string | undefined, cause: unknown): SinkError => {
+      failure ??= writeError(operation, key, cause)
+      return failure
+    }
+    const wakeIdle = () => {
+      for (const wake of [...idleWaiters]) wake()
+    }
+
+    // Without a listener an EPIPE on process.stdout is an uncaught exception that kills the process.
+    const onError = (cause: unknown) => {
+      fail("write", undefined, cause)
+      wakeIdle()
+    }
+    yield* Effect.acquireRelease(
+      Effect.sync(() => stream.on("error", onError)),
+      () =>
+        Effect.sync(() => {
+          stream.removeListener("error", onError)
+          // Writes still in flight (after an abort) may fail later; swallow that instead of crashing.
+          if (inFlight > 0) stream.on("error", () => undefined)
+        })
+    )
+
+    /** Hands `bytes` to the stream; resumes at once, or after `'drain'` when the stream's buffer is full. */
+    const write = (bytes: Uint8Array, operation: string, key: string): Effect.Effect<void, SinkError> =>
+      Effect.async<void, SinkError>((resume) => {
+        if (failure !== undefined) return resume(Effect.fail(failure))
+        if (bytes.length === 0) return resume(Effect.void)
+        let waiting = true
+        const stopWaiting = () => {
+          waiting = false
+          stream.removeListener("drain", onDrain)
+          stream.removeListener("close", onClose)
+        }
+        const settle = (result: Effect.Effect<void, SinkError>) => {
+          if (!waiting) return
+          stopWaiting()
+          resume(result)
+        }
+        const onDrain = () => settle(Effect.void)
+        const onClose = () => settle(Effect.fail(failure ?? fail(operation, key, { code: "ERR_STREAM_DESTROYED" })))
+        inFlight++
+        const accepted = stream.write(bytes, (cause) => {
+          inFlight--
+          if (cause) settle(Effect.fail(fail(operation, key, cause)))
+          if (inFlight === 0 || cause) wakeIdle()
+        })
+        if (accepted) {
+          settle(Effect.void)
+        } else if (waiting) {
+          stream.on("drain", onDrain)
+          stream.on("close", onClose)
+        }
+        return Effect.sync(stopWaiting)
+      })
+
+    /** Waits until every write so far has reached the stream's destination, and reports any failure. */
+    const flushed = (operation: string, key: string): Effect.Effect<void, SinkError> =>
+      Effect.async<void, SinkError>((resume) => {
+        const finish = () => {
+          idleWaiters.delete(finish)
+          resume(failure === undefined ? Effect.void : Effect.fail(failure))
+        }
+        if (inFlight === 0 || failure !== undefined) return finish()
+        idleWaiters.add(finish)
+        return Effect.sync(() => idleWaiters.delete(finish))
+      }).pipe(Effect.withSpan("StdoutSink.flush", { attributes: { operation, key } }))
+
+    const begin = (key: string): UploadHandle => {
+      let next = 0
+      return {
+        writeBlock: Effect.fn("StdoutSink.writeBlock")(function* (index: number, bytes: Uint8Array) {
+          // A retry of a block that already went out: it cannot be taken back, and it is already there.
+          if (index < next) return
+          if (index > next) {
+            return yield* protocolError("writeBlock", key, `stdout takes blocks in order: expected block ${next}, got ${index}`)
+          }
+          yield* write(bytes, "writeBlock", key)
+          next = index + 1
+        }),
+        complete: Effect.fn("StdoutSink.complete")(function* (blockCount: number) {
+          if (blockCount !== next) {
+            return yield* protocolError("complete", key, `cannot complete after ${next} blocks: ${blockCount} were announced`)
+          }
+          yield* flushed("complete", key)
+        }),
+        abort: Effect.void
+      }
+    }
+
+    const driver: SinkDriverShape = {
+      label: "Stdout",
+      uri: () => "stdout:",
+      capabilities: { markers: false, blockSize: STDOUT_BLOCK_SIZE, concurrency: 1 },
+      check: Effect.suspend(() => (failure === undefined ? Effect.void : Effect.fail(failure))),
+      put: Effect.fn("StdoutSink.put")((key: string, bytes: Uint8Array, _contentType: string) =>
+        write(bytes, "put", key).pipe(Effect.zipRight(flushed("put", key)))
+      ),
+      begin: Effect.fn("StdoutSink.begin")((key: string, _contentType: string) => Effect.sync(() => begin(key)))
+    }
+    return driver
+  })
+
+/** The `stdout` sink as a layer over `process.stdout` (or another stream, in tests). */
+export const stdoutLayer = (stream?: NodeJS.WritableStream): Layer.Layer<SinkDriver, SinkError> =>
+  Layer.scoped(SinkDriver, makeStdoutDriver(stream))

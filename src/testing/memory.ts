@@ -1,0 +1,280 @@
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type { Batch, BatchSchema, Value } from "../runtime/batch.js"
+import { makeBatch } from "../runtime/batch.js"
+import { SinkError, SourceError } from "../runtime/errors.js"
+import type { SinkErrorReason } from "../runtime/errors.js"
+import { defineSink, defineSource, SinkDriver, SourceDriver } from "../runtime/plugin.js"
+import type {
+  SinkDriverShape,
+  SinkPlugin,
+  SourcePlugin,
+  SourceQuery,
+  StoredObject,
+  UploadHandle
+} from "../runtime/plugin.js"
+import { invalidKeyReason } from "../runtime/keys.js"
+
+/** Neither in-memory plugin takes config keys (an empty Struct would accept any key). */
+const EmptyConfig = Schema.Record({
+  key: Schema.String,
+  value: Schema.Never.annotations({ message: () => "unknown key: the memory plugins take no keys" })
+})
+
+// ── Source ─────────────────────────────────────────────────────────────────
+
+/** One in-memory table: ready-made batches, or rows (objects keyed by column name) plus their schema. */
+export type MemoryTable =
+  | { readonly batches: ReadonlyArray<Batch>; readonly schema?: BatchSchema }
+  | { readonly schema: BatchSchema; readonly rows: ReadonlyArray<Readonly<Record<string, Value>>> }
+
+export interface MemorySourceOptions {
+  /** The plugin's `type` (default `memory`). */
+  readonly type?: string
+  /** Ends every result with `error` after this many batches, to test failure handling. */
+  readonly failAfterBatches?: number
+  readonly error?: SourceError
+}
+
+export interface MemorySource {
+  readonly plugin: SourcePlugin<typeof EmptyConfig.Type, typeof EmptyConfig.Encoded>
+  readonly layer: Layer.Layer<SourceDriver>
+  /** Every query opened so far, in order. */
+  readonly queries: () => ReadonlyArray<SourceQuery>
+}
+
+const isTables = (
+  data: MemoryTable | { readonly tables: Readonly<Record<string, MemoryTable>> }
+): data is { readonly tables: Readonly<Record<string, MemoryTable>> } => "tables" in data
+
+const batchesOf = (table: MemoryTable, batchSize: number): { schema: BatchSchema; batches: Array<Batch> } => {
+  if ("batches" in table) {
+    return { schema: table.schema ?? table.batches[0]?.schema ?? { columns: [] }, batches: [...table.batches] }
+  }
+  const { schema, rows } = table
+  const batches: Array<Batch> = []
+  for (let start = 0; start < rows.length; start += Math.max(1, batchSize)) {
+    const slice = rows.slice(start, start + Math.max(1, batchSize))
+    batches.push(makeBatch(schema, schema.columns.map((column) => slice.map((row) => row[column.name] ?? null))))
+  }
+  return { schema, batches }
+}
+
+/**
+ * A source serving data from memory. Give one table (every query returns it) or `{ tables }`, looked up by the
+ * query's table name, else its export name. Rows are cut into batches of the query's `batchSize`; ready-made
+ * batches are served as given. The SQL and `columnTypes` are ignored.
+ */
+export const memorySource = (
+  data: MemoryTable | { readonly tables: Readonly<Record<string, MemoryTable>> },
+  options: MemorySourceOptions = {}
+): MemorySource => {
+  const opened: Array<SourceQuery> = []
+  const driver = {
+    label: "Memory",
+    displayUrl: "memory:",
+    check: Effect.void,
+    open: (query: SourceQuery) =>
+      Effect.suspend(() => {
+        opened.push(query)
+        const name = query.table?.name ?? query.exportName
+        const table = isTables(data) ? data.tables[name] : data
+        if (table === undefined) {
+          const known = isTables(data) ? Object.keys(data.tables).join(", ") : ""
+          return Effect.fail(
+            new SourceError({ source: "memory", message: `no table named ${name} (known: ${known})`, retryable: false })
+          )
+        }
+        const { schema, batches } = batchesOf(table, query.batchSize)
+        const failAfter = options.failAfterBatches
+        const stream =
+          failAfter === undefined
+            ? Stream.fromIterable(batches)
+            : Stream.concat(
+                Stream.fromIterable(batches.slice(0, failAfter)),
+                Stream.fail(
+                  options.error ??
+                    new SourceError({ source: "memory", message: "injected failure", retryable: false })
+                )
+              )
+        return Effect.succeed({ schema, batches: stream })
+      })
+  }
+  const layer = Layer.succeed(SourceDriver, driver)
+  return {
+    plugin: defineSource({
+      type: options.type ?? "memory",
+      description: "Rows held in memory (tests and examples)",
+      config: EmptyConfig,
+      make: () => layer
+    }),
+    layer,
+    queries: () => [...opened]
+  }
+}
+
+// ── Sink ───────────────────────────────────────────────────────────────────
+
+/** One call the memory sink received, as recorded by `calls()` and passed to `failWith`. */
+export interface MemorySinkCall {
+  readonly operation: "check" | "put" | "begin" | "writeBlock" | "complete" | "abort"
+  readonly key?: string
+  /** Block index for `writeBlock`, block count for `complete`. */
+  readonly index?: number
+}
+
+export interface MemorySinkOptions {
+  readonly type?: string
+  /** Default 64 KiB. */
+  readonly blockSize?: number
+  /** Default 4. */
+  readonly concurrency?: number
+  /** Default true. */
+  readonly markers?: boolean
+  /** Return an error to make that call fail instead of running (to test retries and aborts). */
+  readonly failWith?: (call: MemorySinkCall) => SinkError | undefined
+}
+
+export interface MemorySink {
+  readonly plugin: SinkPlugin<typeof EmptyConfig.Type, typeof EmptyConfig.Encoded>
+  readonly layer: Layer.Layer<SinkDriver>
+  readonly driver: SinkDriverShape
+  /** Completed objects by key (a copy). */
+  readonly objects: () => Map<string, Uint8Array>
+  /** Uploads begun and neither completed nor aborted. */
+  readonly pendingUploads: () => number
+  /** Every call received, in order. */
+  readonly calls: () => ReadonlyArray<MemorySinkCall>
+}
+
+const sinkError = (operation: string, key: string | undefined, reason: SinkErrorReason, message: string) =>
+  new SinkError({ plugin: "memory", operation, ...(key === undefined ? {} : { key }), reason, message, retryable: false })
+
+const concat = (blocks: ReadonlyArray<Uint8Array>): Uint8Array => {
+  const out = new Uint8Array(blocks.reduce((total, block) => total + block.length, 0))
+  let offset = 0
+  for (const block of blocks) {
+    out.set(block, offset)
+    offset += block.length
+  }
+  return out
+}
+
+/** A sink keeping objects in memory that enforces the upload contract strictly (block sizes, order of calls). */
+export const memorySink = (options: MemorySinkOptions = {}): MemorySink => {
+  const blockSize = options.blockSize ?? 64 * 1024
+  const stored = new Map<string, Uint8Array>()
+  const pending = new Set<object>()
+  const received: Array<MemorySinkCall> = []
+
+  const call = (entry: MemorySinkCall): Effect.Effect<void, SinkError> =>
+    Effect.suspend(() => {
+      received.push(entry)
+      const injected = options.failWith?.(entry)
+      return injected === undefined ? Effect.void : Effect.fail(injected)
+    })
+  const checkKey = (operation: string, key: string): Effect.Effect<void, SinkError> => {
+    const problem = invalidKeyReason(key)
+    return problem === undefined
+      ? Effect.void
+      : Effect.fail(sinkError(operation, key, "Unknown", `invalid object key ${JSON.stringify(key)}: ${problem}`))
+  }
+
+  const begin = (key: string): UploadHandle => {
+    const token = {}
+    const blocks = new Map<number, Uint8Array>()
+    let state: "open" | "completed" | "aborted" = "open"
+    pending.add(token)
+    const fail = (operation: string, message: string, reason: SinkErrorReason = "Unknown") =>
+      Effect.fail(sinkError(operation, key, reason, `${key}: ${message}`))
+    return {
+      writeBlock: (index, bytes) =>
+        Effect.zipRight(
+          call({ operation: "writeBlock", key, index }),
+          Effect.suspend(() => {
+            if (state !== "open") return fail("writeBlock", `the upload is already ${state}`, "Conflict")
+            if (!Number.isSafeInteger(index) || index < 0) return fail("writeBlock", `invalid block index ${index}`)
+            if (bytes.length > blockSize) return fail("writeBlock", `block ${index} exceeds ${blockSize} bytes`)
+            blocks.set(index, bytes.slice())
+            return Effect.void
+          })
+        ),
+      complete: (blockCount) =>
+        Effect.zipRight(
+          call({ operation: "complete", key, index: blockCount }),
+          Effect.suspend(() => {
+            if (state === "completed") return Effect.void
+            if (state === "aborted") return fail("complete", "the upload was aborted", "Conflict")
+            const ordered: Array<Uint8Array> = []
+            for (let index = 0; index < blockCount; index++) {
+              const block = blocks.get(index)
+              if (block === undefined) return fail("complete", `block ${index} of ${blockCount} was never written`)
+              if (index < blockCount - 1 && block.length !== blockSize) {
+                return fail("complete", `block ${index} is ${block.length} bytes, not ${blockSize}`)
+              }
+              ordered.push(block)
+            }
+            if ([...blocks.keys()].some((index) => index >= blockCount)) {
+              return fail("complete", `blocks beyond ${blockCount} were written`)
+            }
+            stored.set(key, concat(ordered))
+            state = "completed"
+            pending.delete(token)
+            return Effect.void
+          })
+        ),
+      abort: Effect.zipRight(
+        call({ operation: "abort", key }),
+        Effect.sync(() => {
+          if (state !== "open") return
+          state = "aborted"
+          blocks.clear()
+          pending.delete(token)
+        })
+      )
+    }
+  }
+
+  const driver: SinkDriverShape = {
+    label: "Memory",
+    uri: (key) => (key === undefined ? "memory:" : `memory:${key}`),
+    capabilities: { markers: options.markers ?? true, blockSize, concurrency: options.concurrency ?? 4 },
+    check: call({ operation: "check" }),
+    put: (key, bytes) =>
+      call({ operation: "put", key }).pipe(
+        Effect.zipRight(checkKey("put", key)),
+        Effect.zipRight(Effect.sync(() => void stored.set(key, bytes.slice())))
+      ),
+    begin: (key) =>
+      call({ operation: "begin", key }).pipe(
+        Effect.zipRight(checkKey("begin", key)),
+        Effect.map(() => begin(key))
+      ),
+    list: Effect.sync((): ReadonlyArray<StoredObject> =>
+      [...stored].map(([key, bytes]) => ({ key, size: bytes.length })).sort((a, b) => (a.key < b.key ? -1 : 1))
+    ),
+    read: (key) =>
+      Stream.suspend(() => {
+        const bytes = stored.get(key)
+        return bytes === undefined
+          ? Stream.fail(sinkError("read", key, "NotFound", `no object ${key}`))
+          : Stream.make(bytes)
+      })
+  }
+  const layer = Layer.succeed(SinkDriver, driver)
+  return {
+    plugin: defineSink({
+      type: options.type ?? "memory",
+      description: "Objects held in memory (tests and examples)",
+      config: EmptyConfig,
+      make: () => layer
+    }),
+    layer,
+    driver,
+    objects: () => new Map(stored),
+    pendingUploads: () => pending.size,
+    calls: () => [...received]
+  }
+}

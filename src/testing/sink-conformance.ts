@@ -1,0 +1,313 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import type * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import type { SinkError } from "../runtime/errors.js"
+import { SinkDriver } from "../runtime/plugin.js"
+import type { SinkDriverShape, UploadHandle } from "../runtime/plugin.js"
+import { blocksOf, bytesOf, concatBytes, differenceOf, shuffled } from "./bytes.js"
+
+/** How the conformance suite reaches the sink under test and looks at the destination behind its back. */
+export interface SinkConformanceOptions {
+  /** A fresh layer for the destination under test; built once per test. */
+  readonly makeLayer: () => Layer.Layer<SinkDriver, SinkError>
+  /** The bytes stored under `key` (relative to the destination root), read without the driver; undefined if none. */
+  readonly readBack: (key: string) => Promise<Uint8Array | undefined>
+  /** Every key under the destination root, read without the driver — include hidden and temporary objects. */
+  readonly listKeys: () => Promise<ReadonlyArray<string>>
+  /** Multipart uploads still open at the destination, for stores that have such a thing. */
+  readonly pendingUploads?: () => Promise<number>
+  /** A layer whose destination does not exist (e.g. a missing bucket): `check` must fail with `NotFound`. */
+  readonly missingDestinationLayer?: () => Layer.Layer<SinkDriver, SinkError>
+  /** Blocks in the large-object tests (default 25, at least 3); lower it for sinks with very large blocks. */
+  readonly blockCount?: number
+  /** Per-test timeout in milliseconds (default: vitest's `testTimeout`). */
+  readonly timeout?: number
+}
+
+const UNSAFE_KEYS = ["/absolute.bin", "../escape.bin", "nested/../../escape.bin", "back\\slash.bin"]
+
+/** One conformance test: a name and an effect that fails (or dies on a failed `expect`) when the sink is wrong. */
+export interface SinkConformanceCase {
+  readonly name: string
+  readonly run: Effect.Effect<void, SinkError>
+}
+
+/**
+ * The tests every sink must pass, as effects (use {@link runSinkConformance} to register them with vitest). The runtime drives a sink this way: small
+ * objects with `put`; large ones with `begin`, `writeBlock` for blocks 0..n-1 (every block but the last exactly
+ * `capabilities.blockSize` bytes, up to `capabilities.concurrency` at once, in any order, a failed block written
+ * again), then `complete(n)`, or `abort` after a failure or an interruption.
+ *
+ * The destination must be used by nothing else while the suite runs: the abort tests compare listings taken
+ * before and after. Keys are unique per run, so the suite can run again against the same destination.
+ */
+export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyArray<SinkConformanceCase> => {
+  const runId = Math.random().toString(36).slice(2, 10)
+  const keyFor = (test: string) => `rivet-conformance-${runId}-${test}.bin`
+  const blockCount = Math.max(3, options.blockCount ?? 25)
+  const cases: Array<SinkConformanceCase> = []
+  const test = (name: string, run: Effect.Effect<unknown, SinkError>) => cases.push({ name, run: Effect.asVoid(run) })
+
+  const withSink = <A>(
+    body: (sink: SinkDriverShape) => Effect.Effect<A, SinkError>
+  ): Effect.Effect<A, SinkError> =>
+    Effect.suspend(() => Effect.flatMap(SinkDriver, body).pipe(Effect.provide(options.makeLayer())))
+
+  const readBack = (key: string) => Effect.promise(() => options.readBack(key))
+  const listKeys = Effect.promise(() => options.listKeys()).pipe(Effect.map((keys) => [...keys].sort()))
+  const pendingUploads = Effect.promise(async () => (options.pendingUploads ? options.pendingUploads() : 0))
+
+  const expectStored = (key: string, expected: Uint8Array) =>
+    Effect.map(readBack(key), (actual) => {
+      expect(actual, `nothing stored under ${key}`).toBeDefined()
+      expect(differenceOf(actual ?? new Uint8Array(0), expected)).toBeUndefined()
+    })
+
+  const writeAll = (
+    handle: UploadHandle,
+    blocks: ReadonlyArray<Uint8Array>,
+    order: ReadonlyArray<number>,
+    concurrency: number
+  ) => Effect.forEach(order, (index) => handle.writeBlock(index, blocks[index]!), { concurrency, discard: true })
+
+  const inOrder = (count: number) => Array.from({ length: count }, (_, index) => index)
+
+  test(
+    "put stores the bytes under the key",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("put")
+        const bytes = bytesOf(1, 100_000)
+        yield* sink.put(key, bytes, "application/octet-stream")
+        yield* expectStored(key, bytes)
+        expect(yield* listKeys).toContain(key)
+      })
+    )
+  )
+
+  test(
+    "put of zero bytes stores an empty object",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("empty")
+        yield* sink.put(key, new Uint8Array(0), "application/octet-stream")
+        yield* expectStored(key, new Uint8Array(0))
+        expect(yield* listKeys).toContain(key)
+      })
+    )
+  )
+
+  test(
+    "a second write to a key replaces the object",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("overwrite")
+        yield* sink.put(key, bytesOf(2, 5_000), "application/octet-stream")
+        const blocks = blocksOf(3, sink.capabilities.blockSize, 3)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        yield* writeAll(handle, blocks, inOrder(3), 1)
+        yield* handle.complete(3)
+        yield* expectStored(key, concatBytes(blocks))
+      })
+    )
+  )
+
+  test(
+    `${blockCount} blocks written in order round-trip`,
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("blocks-in-order")
+        const blocks = blocksOf(4, sink.capabilities.blockSize, blockCount)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        yield* writeAll(handle, blocks, inOrder(blockCount), 1)
+        yield* handle.complete(blockCount)
+        yield* expectStored(key, concatBytes(blocks))
+      })
+    )
+  )
+
+  test(
+    `${blockCount} blocks written out of order, capabilities.concurrency at once, round-trip`,
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("blocks-shuffled")
+        const blocks = blocksOf(5, sink.capabilities.blockSize, blockCount)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        yield* writeAll(handle, blocks, shuffled(inOrder(blockCount), 6), sink.capabilities.concurrency)
+        yield* handle.complete(blockCount)
+        yield* expectStored(key, concatBytes(blocks))
+      })
+    )
+  )
+
+  test(
+    "writing a block again (a retry) gives the same object",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("retried-block")
+        const blocks = blocksOf(7, sink.capabilities.blockSize, 3)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        yield* writeAll(handle, blocks, [0, 1, 1, 2, 2, 0], 1)
+        yield* handle.complete(3)
+        yield* expectStored(key, concatBytes(blocks))
+      })
+    )
+  )
+
+  test(
+    "nothing is visible under the key before complete",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("invisible")
+        const blocks = blocksOf(8, sink.capabilities.blockSize, 3)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        yield* writeAll(handle, blocks, inOrder(3), 1)
+        expect(yield* readBack(key)).toBeUndefined()
+        expect(yield* listKeys).not.toContain(key)
+        yield* handle.complete(3)
+        yield* expectStored(key, concatBytes(blocks))
+      })
+    )
+  )
+
+  test(
+    "abort leaves nothing behind, and a second abort is harmless",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("aborted")
+        const keysBefore = yield* listKeys
+        const pendingBefore = yield* pendingUploads
+        const blocks = blocksOf(9, sink.capabilities.blockSize, 3)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        yield* writeAll(handle, blocks, [0, 1], 1)
+        yield* handle.abort
+        yield* handle.abort
+        expect(yield* readBack(key)).toBeUndefined()
+        expect(yield* listKeys).toEqual(keysBefore)
+        expect(yield* pendingUploads).toBe(pendingBefore)
+      })
+    )
+  )
+
+  // The runtime aborts from the finalizer of the scope the writes ran in; the test does the same by hand
+  // once the writing fiber is interrupted (blocks may still be in flight in the sink at that moment).
+  test(
+    "an interrupted upload, then aborted as the runtime does, leaves nothing behind",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("interrupted")
+        const keysBefore = yield* listKeys
+        const pendingBefore = yield* pendingUploads
+        const blocks = blocksOf(10, sink.capabilities.blockSize, blockCount)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        const twoWritten = yield* Deferred.make<void>()
+        let written = 0
+        const writer = yield* Effect.fork(
+          Effect.forEach(
+            inOrder(blockCount),
+            (index) =>
+              handle.writeBlock(index, blocks[index]!).pipe(
+                Effect.zipRight(Effect.sync(() => ++written)),
+                Effect.tap((count) => (count === 2 ? Deferred.succeed(twoWritten, undefined) : Effect.void))
+              ),
+            { concurrency: sink.capabilities.concurrency, discard: true }
+          ).pipe(Effect.zipRight(Effect.never))
+        )
+        yield* Deferred.await(twoWritten)
+        yield* Fiber.interrupt(writer)
+        yield* handle.abort
+        expect(yield* readBack(key)).toBeUndefined()
+        expect(yield* listKeys).toEqual(keysBefore)
+        expect(yield* pendingUploads).toBe(pendingBefore)
+      })
+    )
+  )
+
+  test(
+    "keys with / create nested objects",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const small = `rivet-conformance-${runId}/a/b/put.bin`
+        const large = `rivet-conformance-${runId}/x/y/z/blocks.bin`
+        const bytes = bytesOf(11, 1_000)
+        const blocks = blocksOf(12, sink.capabilities.blockSize, 3)
+        yield* sink.put(small, bytes, "application/octet-stream")
+        const handle = yield* sink.begin(large, "application/octet-stream")
+        yield* writeAll(handle, blocks, inOrder(3), 1)
+        yield* handle.complete(3)
+        yield* expectStored(small, bytes)
+        yield* expectStored(large, concatBytes(blocks))
+        const keys = yield* listKeys
+        expect(keys).toContain(small)
+        expect(keys).toContain(large)
+      })
+    )
+  )
+
+  test(
+    "absolute keys, `..` segments and backslashes are rejected with a SinkError",
+    withSink((sink) =>
+      Effect.forEach(UNSAFE_KEYS, (key) =>
+        Effect.gen(function* () {
+          const put = yield* Effect.either(sink.put(key, bytesOf(13, 10), "application/octet-stream"))
+          expect(Either.isLeft(put) && put.left._tag, `put(${JSON.stringify(key)})`).toBe("SinkError")
+          const begin = yield* Effect.either(sink.begin(key, "application/octet-stream"))
+          expect(Either.isLeft(begin) && begin.left._tag, `begin(${JSON.stringify(key)})`).toBe("SinkError")
+        })
+      )
+    )
+  )
+
+  test(
+    "list and read, where the sink offers them, see what was written",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = `rivet-conformance-${runId}/listed/object.bin`
+        const bytes = bytesOf(14, 70_000)
+        yield* sink.put(key, bytes, "application/octet-stream")
+        if (sink.list) {
+          const listed = (yield* sink.list).find((object) => object.key === key)
+          expect(listed?.size, `list() entry for ${key}`).toBe(bytes.length)
+        }
+        if (sink.read) {
+          const chunks = yield* Stream.runCollect(sink.read(key))
+          expect(differenceOf(concatBytes(Chunk.toReadonlyArray(chunks)), bytes)).toBeUndefined()
+        }
+      })
+    )
+  )
+
+  test("check passes", withSink((sink) => sink.check))
+
+  const missing = options.missingDestinationLayer
+  if (missing) {
+    test(
+      "check on a missing destination fails with reason NotFound",
+      Effect.suspend(() => Effect.flatMap(SinkDriver, (sink) => sink.check).pipe(Effect.provide(missing()))).pipe(
+        Effect.either,
+        Effect.map((result) => {
+          expect(Either.isLeft(result), "check succeeded on the missing destination").toBe(true)
+          if (Either.isLeft(result)) expect(result.left.reason).toBe("NotFound")
+        })
+      )
+    )
+  }
+  return cases
+}
+
+/**
+ * Registers `describe(name)` with the conformance tests (see {@link sinkConformanceCases}) for vitest.
+ * Tests run with the live clock (`it.live`), since a sink may use timers.
+ */
+export const runSinkConformance = (name: string, options: SinkConformanceOptions): void => {
+  describe(name, () => {
+    for (const testCase of sinkConformanceCases(options)) {
+      it.live(testCase.name, () => testCase.run, options.timeout)
+    }
+  })
+}

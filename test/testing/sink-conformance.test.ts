@@ -1,0 +1,105 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import { SinkDriver } from "../../src/runtime/plugin.js"
+import type { SinkDriverShape, UploadHandle } from "../../src/runtime/plugin.js"
+import { memorySink, sinkConformanceCases } from "../../src/testing/index.js"
+import type { MemorySink, SinkConformanceOptions } from "../../src/testing/index.js"
+
+/** The suite must catch broken sinks: each is a memory sink with one contract violation. */
+
+const optionsFor = (store: MemorySink, driver: SinkDriverShape): SinkConformanceOptions => ({
+  makeLayer: () => Layer.succeed(SinkDriver, driver),
+  readBack: async (key) => store.objects().get(key),
+  listKeys: async () => [...store.objects().keys()],
+  pendingUploads: async () => store.pendingUploads(),
+  blockCount: 6
+})
+
+const failedCases = (options: SinkConformanceOptions) =>
+  Effect.gen(function* () {
+    const failed: Array<string> = []
+    for (const testCase of sinkConformanceCases(options)) {
+      if (Exit.isFailure(yield* Effect.exit(testCase.run))) failed.push(testCase.name)
+    }
+    return failed
+  })
+
+describe("sink conformance suite", () => {
+  it.live("passes a correct sink", () =>
+    Effect.gen(function* () {
+      const store = memorySink({ blockSize: 1024, concurrency: 2 })
+      expect(yield* failedCases(optionsFor(store, store.driver))).toEqual([])
+    })
+  )
+
+  it.live("catches objects visible before complete and aborts that leave them behind", () =>
+    Effect.gen(function* () {
+      const store = memorySink({ blockSize: 1024 })
+      const leaky: SinkDriverShape = {
+        ...store.driver,
+        begin: (key, contentType) =>
+          Effect.map(store.driver.begin(key, contentType), (handle): UploadHandle => ({
+            ...handle,
+            writeBlock: (index, bytes) =>
+              Effect.zipRight(handle.writeBlock(index, bytes), store.driver.put(key, bytes, contentType))
+          }))
+      }
+      const failed = yield* failedCases(optionsFor(store, leaky))
+      expect(failed).toContain("nothing is visible under the key before complete")
+      expect(failed).toContain("abort leaves nothing behind, and a second abort is harmless")
+      expect(failed).toContain("an interrupted upload, then aborted as the runtime does, leaves nothing behind")
+    })
+  )
+
+  it.live("catches blocks stored in arrival order instead of by index", () =>
+    Effect.gen(function* () {
+      const store = memorySink({ blockSize: 1024 })
+      const appending: SinkDriverShape = {
+        ...store.driver,
+        begin: (key, contentType) =>
+          Effect.sync((): UploadHandle => {
+            const chunks: Array<Uint8Array> = []
+            return {
+              writeBlock: (_index, bytes) => Effect.sync(() => void chunks.push(bytes)),
+              complete: () => {
+                const whole = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0))
+                chunks.reduce((offset, c) => (whole.set(c, offset), offset + c.length), 0)
+                return store.driver.put(key, whole, contentType)
+              },
+              abort: Effect.void
+            }
+          })
+      }
+      const failed = yield* failedCases(optionsFor(store, appending))
+      expect(failed).toContain("6 blocks written out of order, capabilities.concurrency at once, round-trip")
+      expect(failed).toContain("writing a block again (a retry) gives the same object")
+      expect(failed).not.toContain("6 blocks written in order round-trip")
+    })
+  )
+
+  it.live("catches unsafe keys that are accepted", () =>
+    Effect.gen(function* () {
+      const store = memorySink()
+      const trusting: SinkDriverShape = {
+        ...store.driver,
+        put: (key, bytes, contentType) =>
+          key.includes("..") ? Effect.void : store.driver.put(key, bytes, contentType)
+      }
+      const failed = yield* failedCases(optionsFor(store, trusting))
+      expect(failed).toEqual(["absolute keys, `..` segments and backslashes are rejected with a SinkError"])
+    })
+  )
+
+  it.live("checks the missing destination only when one is given, and requires NotFound", () =>
+    Effect.gen(function* () {
+      const store = memorySink()
+      const base = optionsFor(store, store.driver)
+      const name = "check on a missing destination fails with reason NotFound"
+      expect(sinkConformanceCases(base).map((c) => c.name)).not.toContain(name)
+      const reachable = { ...base, missingDestinationLayer: () => Layer.succeed(SinkDriver, store.driver) }
+      expect(yield* failedCases(reachable)).toEqual([name])
+    })
+  )
+})
