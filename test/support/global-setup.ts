@@ -1,5 +1,13 @@
-import type { TestProject } from "vitest/node"
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import postgres from "postgres"
+import type { TestProject } from "vitest/node"
+import { startEmbeddedServer } from "../../src/sources/postgres/embedded.js"
 
 const DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/test"
 
@@ -15,11 +23,74 @@ const reachable = async (url: string): Promise<boolean> => {
   }
 }
 
-/** Finds the PostgreSQL the tests use: RIVET_TEST_PG_URL, else 127.0.0.1:5432, else (TODO embedded). */
+const hostOf = (url: string) => {
+  const parsed = new URL(url)
+  return `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`
+}
+
+/**
+ * Starts an embedded PostgreSQL in a temporary directory with a `test` database, set up like a developer's test
+ * server (trust authentication; fsync off, as the cluster is thrown away). Returns its URL and the teardown that
+ * stops the server and deletes the directory.
+ */
+const startEmbeddedForTests = async () => {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "rivet-test-pg-"))
+  const scope = Effect.runSync(Scope.make())
+  const teardown = async () => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    await fs.rm(dataDir, { recursive: true, force: true })
+  }
+  const started = await Effect.runPromiseExit(
+    startEmbeddedServer({ dataDir, ephemeral: true, trust: true }).pipe(
+      Effect.tap((server) =>
+        Effect.promise(async () => {
+          const sql = postgres(server.url, { max: 1, onnotice: () => {} })
+          await sql`create database test`.finally(() => sql.end())
+        })
+      ),
+      Scope.extend(scope)
+    )
+  )
+  if (Exit.isFailure(started)) {
+    await teardown()
+    const error = Cause.squash(started.cause)
+    const hint = typeof error === "object" && error !== null && "hint" in error ? `\nHint: ${String(error.hint)}` : ""
+    throw new Error(`Could not start an embedded PostgreSQL for the tests: ${String(error)}${hint}`)
+  }
+  const url = new URL(started.value.url)
+  url.pathname = "/test"
+  return { url: url.toString(), version: started.value.version, port: started.value.port, teardown }
+}
+
+/**
+ * Finds the PostgreSQL the tests use: RIVET_TEST_PG_URL when set (it must answer), else 127.0.0.1:5432, else an
+ * embedded server started for this test run (RIVET_TEST_FORCE_EMBEDDED=1 skips the 5432 probe).
+ */
 export default async function setup(project: TestProject) {
-  const url = process.env["RIVET_TEST_PG_URL"] ?? DEFAULT_PG_URL
-  if (!(await reachable(url))) throw new Error(`PostgreSQL is not reachable at ${url}`)
-  project.provide("pgUrl", url)
+  const explicit = process.env["RIVET_TEST_PG_URL"]
+  if (explicit !== undefined) {
+    if (!(await reachable(explicit))) {
+      throw new Error(`PostgreSQL is not reachable at RIVET_TEST_PG_URL (${hostOf(explicit)})`)
+    }
+    console.log(`Tests use PostgreSQL at ${hostOf(explicit)} (RIVET_TEST_PG_URL)`)
+    project.provide("pgUrl", explicit)
+    return
+  }
+  const forceEmbedded = process.env["RIVET_TEST_FORCE_EMBEDDED"] === "1"
+  if (!forceEmbedded && (await reachable(DEFAULT_PG_URL))) {
+    console.log(`Tests use PostgreSQL at ${hostOf(DEFAULT_PG_URL)}`)
+    project.provide("pgUrl", DEFAULT_PG_URL)
+    return
+  }
+  const startedAt = Date.now()
+  const embedded = await startEmbeddedForTests()
+  const why = forceEmbedded ? "RIVET_TEST_FORCE_EMBEDDED=1" : `nothing answered at ${hostOf(DEFAULT_PG_URL)}`
+  console.log(
+    `Tests use an embedded PostgreSQL ${embedded.version} at 127.0.0.1:${embedded.port}/test ` +
+      `(${why}; started in ${((Date.now() - startedAt) / 1000).toFixed(1)} s)`
+  )
+  project.provide("pgUrl", embedded.url)
+  return embedded.teardown
 }
 
 declare module "vitest" {

@@ -1,0 +1,272 @@
+import { type BatchSchema, type Column, formatLogicalType, type LogicalType, type Value } from "../../runtime/batch.js"
+import { describeCause } from "../../runtime/errors.js"
+
+/**
+ * Text rendering of batch values, shared by the CSV and NDJSON formats. Every function takes a non-null value in
+ * the representation `src/runtime/batch.ts` defines for its logical type; NULL is the caller's business.
+ *
+ * Dates and times never go through JS `Date` (it has millisecond precision and a ±275760-year range): days and
+ * microseconds are split with exact arithmetic and the calendar date is computed with the proleptic Gregorian
+ * "civil from days" algorithm (H. Hinnant). Years 0000–9999 are written with four digits; other years use the
+ * ISO 8601 expanded form: a sign and at least four digits (`+10000-01-01`, `-0001-12-31`). Year 0 is 1 BC.
+ */
+
+/** Renders a non-null value of one logical type as text. */
+export type Renderer = (value: Value) => string
+
+const MICROS_PER_SECOND = 1_000_000
+const MICROS_PER_DAY = 86_400_000_000
+const MICROS_PER_DAY_BIG = 86_400_000_000n
+
+const TWO_DIGITS: ReadonlyArray<string> = Array.from({ length: 100 }, (_, i) => (i < 10 ? `0${i}` : `${i}`))
+
+const pad2 = (n: number): string => TWO_DIGITS[n] ?? `${n}`
+
+const pad6 = (n: number): string => `${1_000_000 + n}`.slice(1)
+
+const renderYear = (year: number): string => {
+  if (year >= 0 && year <= 9999) return `${10_000 + year}`.slice(1)
+  const digits = `${Math.abs(year)}`.padStart(4, "0")
+  return year < 0 ? `-${digits}` : `+${digits}`
+}
+
+/** `YYYY-MM-DD` for a count of days since 1970-01-01. */
+export const renderDate = (days: number): string => {
+  const z = days + 719_468
+  const era = Math.floor(z / 146_097)
+  const doe = z - era * 146_097
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365)
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100))
+  const mp = Math.floor((5 * doy + 2) / 153)
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1
+  const month = mp < 10 ? mp + 3 : mp - 9
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+  return `${renderYear(year)}-${pad2(month)}-${pad2(day)}`
+}
+
+/** `HH:MM:SS.ffffff` for microseconds since midnight (a number below 2^53). Negative values get a `-` sign. */
+const renderClock = (micros: number): string => {
+  if (micros < 0) return `-${renderClock(-micros)}`
+  const seconds = Math.floor(micros / MICROS_PER_SECOND)
+  const fraction = micros - seconds * MICROS_PER_SECOND
+  const hours = Math.floor(seconds / 3600)
+  const rest = seconds - hours * 3600
+  const minutes = Math.floor(rest / 60)
+  return `${pad2(hours)}:${pad2(minutes)}:${pad2(rest - minutes * 60)}.${pad6(fraction)}`
+}
+
+/** `HH:MM:SS.ffffff` for a time of day in microseconds since midnight (PostgreSQL's `24:00:00` included). */
+export const renderTime = (micros: bigint): string => renderClock(Number(micros))
+
+// Consecutive timestamps usually fall on the same day: remember the last date rendered.
+let lastDays = Number.NaN
+let lastDate = ""
+
+const dateOf = (days: number): string => {
+  if (days !== lastDays) {
+    lastDate = renderDate(days)
+    lastDays = days
+  }
+  return lastDate
+}
+
+/** `YYYY-MM-DDTHH:MM:SS.ffffff` for microseconds since 1970-01-01T00:00:00. */
+export const renderTimestamp = (micros: bigint): string => {
+  const n = Number(micros)
+  let days: number
+  let timeOfDay: number
+  if (Number.isSafeInteger(n)) {
+    days = Math.floor(n / MICROS_PER_DAY)
+    timeOfDay = n - days * MICROS_PER_DAY
+    // The float division may round across a day boundary; the remainder tells.
+    if (timeOfDay < 0) {
+      days -= 1
+      timeOfDay += MICROS_PER_DAY
+    } else if (timeOfDay >= MICROS_PER_DAY) {
+      days += 1
+      timeOfDay -= MICROS_PER_DAY
+    }
+  } else {
+    // Beyond ±2^53 µs (before 1685 or after 2255): exact bigint division, floored.
+    let bigDays = micros / MICROS_PER_DAY_BIG
+    let rest = micros - bigDays * MICROS_PER_DAY_BIG
+    if (rest < 0n) {
+      bigDays -= 1n
+      rest += MICROS_PER_DAY_BIG
+    }
+    days = Number(bigDays)
+    timeOfDay = Number(rest)
+  }
+  return `${dateOf(days)}T${renderClock(timeOfDay)}`
+}
+
+/** Same as {@link renderTimestamp} with a `Z` suffix: the instant in UTC. */
+export const renderTimestamptz = (micros: bigint): string => `${renderTimestamp(micros)}Z`
+
+/** JS shortest round-trip text; `NaN`, `Infinity`, `-Infinity`, and `-0` kept distinct from `0`. */
+export const renderFloat = (n: number): string => (n === 0 && 1 / n < 0 ? "-0" : `${n}`)
+
+const HEX_PAIRS: ReadonlyArray<string> = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
+
+/** Lowercase hex, two digits per byte, no prefix. */
+export const renderBytes = (bytes: Uint8Array): string => {
+  // Short values (hashes, ids) are cheaper by table than by allocating a Buffer view.
+  if (bytes.length > 64) return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex")
+  let hex = ""
+  for (let i = 0; i < bytes.length; i++) hex += HEX_PAIRS[bytes[i]!]!
+  return hex
+}
+
+/**
+ * JSON text is valid JSON already, so it is embedded as is — except line breaks, which can only be insignificant
+ * whitespace in valid JSON and would split an NDJSON line: they become spaces.
+ */
+export const renderJsonText = (text: string): string =>
+  text.includes("\n") || text.includes("\r") ? text.replace(/[\r\n]/g, " ") : text
+
+const describeValue = (value: Value): string => {
+  if (value === undefined) return "no value (the column holds fewer values than the batch has rows)"
+  if (value instanceof Uint8Array) return "bytes"
+  if (Array.isArray(value)) return "an array"
+  return `${typeof value} ${String(value).slice(0, 40)}`
+}
+
+// Sources promise one representation per type (see batch.ts); a wrong one fails loudly instead of being misrendered.
+const wrongValue = (expected: string, value: Value): never => {
+  throw new TypeError(`expected ${expected}, got ${describeValue(value)}`)
+}
+const num = (value: Value): number => (typeof value === "number" ? value : wrongValue("a number", value))
+const big = (value: Value): bigint => (typeof value === "bigint" ? value : wrongValue("a bigint", value))
+const str = (value: Value): string => (typeof value === "string" ? value : wrongValue("a string", value))
+const bool = (value: Value): boolean => (typeof value === "boolean" ? value : wrongValue("a boolean", value))
+const bin = (value: Value): Uint8Array => (value instanceof Uint8Array ? value : wrongValue("a Uint8Array", value))
+const arr = (value: Value): ReadonlyArray<Value> => (Array.isArray(value) ? value : wrongValue("an array", value))
+
+const quoted = (text: string): string => `"${text}"`
+
+const renderJsonFloat = (n: number): string => (Number.isFinite(n) ? renderFloat(n) : quoted(`${n}`))
+
+/**
+ * The JSON rendering of a non-null value (NDJSON, and list elements in CSV): numbers for int16/int32/float
+ * (non-finite floats as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`), strings for int64 and decimal (exact),
+ * json embedded as a nested value, everything else as the string of its text rendering. Returns `undefined` for a
+ * type it does not know.
+ */
+export const jsonRenderer = (type: LogicalType): Renderer | undefined => {
+  switch (type.kind) {
+    case "int16":
+    case "int32":
+      return (value) => `${num(value)}`
+    case "int64":
+      return (value) => `"${big(value)}"`
+    case "float32":
+    case "float64":
+      return (value) => renderJsonFloat(num(value))
+    case "bool":
+      return (value) => (bool(value) ? "true" : "false")
+    case "decimal":
+    case "string":
+    case "uuid":
+    case "interval":
+      return (value) => JSON.stringify(str(value))
+    case "date":
+      return (value) => quoted(renderDate(num(value)))
+    case "time":
+      return (value) => quoted(renderTime(big(value)))
+    case "timestamp":
+      return (value) => quoted(renderTimestamp(big(value)))
+    case "timestamptz":
+      return (value) => quoted(renderTimestamptz(big(value)))
+    case "json":
+      return (value) => renderJsonText(str(value))
+    case "bytes":
+      return (value) => quoted(renderBytes(bin(value)))
+    case "list": {
+      const element = jsonRenderer(type.element)
+      return element && listRenderer(element)
+    }
+    default:
+      return undefined
+  }
+}
+
+const listRenderer =
+  (element: Renderer): Renderer =>
+  (value) => {
+    const items = arr(value)
+    let text = "["
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]
+      if (i > 0) text += ","
+      text += item === null || item === undefined ? "null" : element(item)
+    }
+    return `${text}]`
+  }
+
+/**
+ * The plain-text rendering of a non-null value (a CSV field before quoting): booleans `true`/`false`, numbers and
+ * exact decimals as text, ISO dates and times, bytes as hex, json and interval text as given, lists as JSON arrays
+ * (see {@link jsonRenderer}). Returns `undefined` for a type it does not know.
+ */
+export const textRenderer = (type: LogicalType): Renderer | undefined => {
+  switch (type.kind) {
+    case "int16":
+    case "int32":
+      return (value) => `${num(value)}`
+    case "int64":
+      return (value) => `${big(value)}`
+    case "float32":
+    case "float64":
+      return (value) => renderFloat(num(value))
+    case "bool":
+      return (value) => (bool(value) ? "true" : "false")
+    case "decimal":
+    case "string":
+    case "uuid":
+    case "json":
+    case "interval":
+      return (value) => str(value)
+    case "date":
+      return (value) => renderDate(num(value))
+    case "time":
+      return (value) => renderTime(big(value))
+    case "timestamp":
+      return (value) => renderTimestamp(big(value))
+    case "timestamptz":
+      return (value) => renderTimestamptz(big(value))
+    case "bytes":
+      return (value) => renderBytes(bin(value))
+    case "list":
+      return jsonRenderer(type)
+    default:
+      return undefined
+  }
+}
+
+/** One renderer per column from `factory`, or the first column whose type it cannot render. */
+export const columnRenderers = (
+  columns: ReadonlyArray<Column>,
+  factory: (type: LogicalType) => Renderer | undefined
+): { readonly renderers: ReadonlyArray<Renderer> } | { readonly unsupported: Column } => {
+  const renderers: Array<Renderer> = []
+  for (const column of columns) {
+    const renderer = factory(column.type)
+    if (renderer === undefined) return { unsupported: column }
+    renderers.push(renderer)
+  }
+  return { renderers }
+}
+
+/** Where rendering a batch failed: the column index, the row in the batch and what was thrown. */
+export interface RenderFailure {
+  readonly column: number
+  readonly row: number
+  readonly cause: unknown
+}
+
+/** `cannot render row 3 of a batch, column "at" (timestamp): …` */
+export const formatRenderFailure = (schema: BatchSchema, failure: RenderFailure): string => {
+  const column = schema.columns[failure.column]
+  const where = column ? `column "${column.name}" (${formatLogicalType(column.type)})` : `column ${failure.column + 1}`
+  return `cannot render row ${failure.row + 1} of a batch, ${where}: ${describeCause(failure.cause)}`
+}

@@ -1,0 +1,111 @@
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import postgres from "postgres"
+import type { SourceError } from "../../runtime/errors.js"
+import type { PluginContext, SourceDriverShape, SourceQuery } from "../../runtime/plugin.js"
+import type { PostgresConfig } from "./config.js"
+import { startEmbedded } from "./embedded.js"
+import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
+import { openResult, type SessionSettings } from "./result.js"
+import { hasPostgresScheme, makeScrubber, maskUrl } from "./url.js"
+
+// Every OID postgres.js parses by default (types.js: bool, bytea, int2/4, oid, float4/8, json/jsonb, date,
+// timestamp, timestamptz). An entry without `parse` removes those parsers, so each value reaches us as PostgreSQL's
+// text without a per-value call; the decoders in decode.ts convert it losslessly. The cast is needed because
+// postgres.js' types declare `parse` and `serialize` mandatory; leaving `serialize` out keeps its parameter
+// serializers unchanged.
+const RAW_TEXT = {
+  to: 25,
+  from: [16, 17, 21, 23, 26, 114, 700, 701, 1082, 1114, 1184, 3802]
+} as unknown as postgres.PostgresType<string>
+
+/** Connections per source: one per export read at a time, plus `check`. */
+const MAX_CONNECTIONS = 4
+
+/** Seconds `sql.end` waits for running queries when the source closes, before it terminates connections. */
+const END_TIMEOUT_S = 5
+
+const resolveUrl = (
+  config: PostgresConfig,
+  context: PluginContext
+): Effect.Effect<string, SourceError, Scope.Scope> => {
+  if (config.url !== undefined) return Effect.succeed(Redacted.value(config.url))
+  if (config.url_env !== undefined) {
+    const name = config.url_env
+    const value = context.env[name]
+    return value === undefined || value === ""
+      ? Effect.fail(
+          sourceError(context, `environment variable ${name} (source.url_env) is not set`, {
+            hint: `set it to the connection URL, e.g. export ${name}=postgres://user:password@host:5432/database`
+          })
+        )
+      : Effect.succeed(value)
+  }
+  const embedded = config.embedded ?? {}
+  return startEmbedded({
+    dataDir: path.resolve(context.configDir, embedded.data_dir ?? ".rivet-demo"),
+    port: embedded.port
+  }).pipe(Effect.map(({ url }) => url))
+}
+
+/** Builds the postgres source driver in the layer's scope; the client pool ends when the scope closes. */
+export const makePostgresDriver = (
+  config: PostgresConfig,
+  context: PluginContext
+): Effect.Effect<SourceDriverShape, SourceError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const url = yield* resolveUrl(config, context)
+    if (!hasPostgresScheme(url)) {
+      return yield* Effect.fail(
+        sourceError(context, "the connection URL must start with postgres:// or postgresql://", {
+          hint: "use a URL such as postgres://user:password@host:5432/database"
+        })
+      )
+    }
+    const displayUrl = maskUrl(url)
+    const errors: ErrorContext = { exportName: context.exportName, displayUrl, scrub: makeScrubber(url) }
+    const pool = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () =>
+          postgres(url, {
+            max: MAX_CONNECTIONS,
+            prepare: false,
+            fetch_types: false,
+            onnotice: () => {},
+            types: { rivetText: RAW_TEXT },
+            connection: {
+              application_name: config.application_name,
+              TimeZone: "UTC",
+              DateStyle: "ISO",
+              IntervalStyle: "iso_8601",
+              // ≥ 1 gives shortest exact floats on PostgreSQL 12+; 3 gives exact (17-digit) ones on older servers.
+              extra_float_digits: 3
+            }
+          }),
+        catch: (cause) => fromPostgres(cause, errors, "reading the connection URL")
+      }),
+      (sql) => Effect.promise(() => sql.end({ timeout: END_TIMEOUT_S }).catch(() => undefined))
+    )
+    const settings: SessionSettings = {
+      statementTimeoutMs: config.statement_timeout_s * 1000,
+      lockTimeoutMs: config.lock_timeout_s * 1000,
+      schema: config.schema
+    }
+
+    const check = Effect.tryPromise({
+      try: () => pool.unsafe("SELECT 1"),
+      catch: (cause) => fromPostgres(cause, errors, "connecting")
+    }).pipe(Effect.asVoid, Effect.withSpan("PostgresSource.check"))
+
+    const open = Effect.fn("PostgresSource.open")(function* (query: SourceQuery) {
+      return yield* openResult(pool, query, settings, {
+        ...errors,
+        exportName: query.exportName,
+        table: query.table
+      })
+    })
+
+    return { label: "Postgres", displayUrl, check, open }
+  })

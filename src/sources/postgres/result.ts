@@ -1,0 +1,206 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type postgres from "postgres"
+import { type Batch, type BatchSchema, makeBatch } from "../../runtime/batch.js"
+import { describeCause, type SourceError } from "../../runtime/errors.js"
+import type { SourceQuery, SourceResult } from "../../runtime/plugin.js"
+import { attributeKey, type CatalogInfo, type DescribedColumn, loadCatalog } from "./catalog.js"
+import { DecodeFailure } from "./decode.js"
+import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
+import { decodeColumns, type TextRows } from "./rows.js"
+import { type ColumnPlan, planColumn, type Problem, resolveShape } from "./types.js"
+
+/** Per-transaction settings of an export's snapshot. */
+export interface SessionSettings {
+  readonly statementTimeoutMs: number
+  readonly lockTimeoutMs: number
+  readonly schema: string
+}
+
+const quoteIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`
+
+// The SET LOCALs repeat the connection's startup parameters on purpose: the decoders rely on these exact output
+// formats, and a `?options=` in the URL or ALTER ROLE … SET must not change them. One simple-protocol round trip.
+const settingsSql = (settings: SessionSettings): string =>
+  [
+    `SET LOCAL statement_timeout = ${settings.statementTimeoutMs}`,
+    `SET LOCAL lock_timeout = ${settings.lockTimeoutMs}`,
+    "SET LOCAL TimeZone = 'UTC'",
+    "SET LOCAL DateStyle = 'ISO'",
+    "SET LOCAL IntervalStyle = 'iso_8601'",
+    "SET LOCAL extra_float_digits = 3",
+    "SET LOCAL bytea_output = 'hex'",
+    `SET LOCAL search_path = ${settings.schema === "public" ? "public" : `${quoteIdent(settings.schema)}, public`}`
+  ].join("; ")
+
+interface Transaction {
+  readonly sql: postgres.TransactionSql
+  /** Ends the transaction (COMMIT, or ROLLBACK after an error: it is read-only either way) and frees its connection. */
+  readonly end: () => Promise<void>
+}
+
+// `sql.begin` rather than `sql.reserve()`: postgres.js 3.4.9 never resolves `reserve()` on a cold pool when
+// `fetch_types` is false (porsager/postgres#751, #1219). The callback's promise keeps the transaction open until
+// `end` is called, which lets the transaction live as long as the caller's scope.
+const beginTransaction = (pool: postgres.Sql): Promise<Transaction> =>
+  new Promise((resolve, reject) => {
+    let finish: () => void = () => {}
+    const finished = new Promise<void>((done) => {
+      finish = done
+    })
+    const outcome = pool.begin("isolation level repeatable read read only", (sql) => {
+      resolve({
+        sql,
+        end: async () => {
+          finish()
+          await outcome.then(
+            () => undefined,
+            () => undefined
+          )
+        }
+      })
+      return finished
+    })
+    outcome.then(() => reject(new Error("the transaction ended before it was used")), reject)
+  })
+
+const attempt = <A>(context: ErrorContext, doing: string, run: () => Promise<A>): Effect.Effect<A, SourceError> =>
+  Effect.tryPromise({ try: run, catch: (cause) => fromPostgres(cause, context, doing) })
+
+const problemsError = (context: ErrorContext, problems: ReadonlyArray<{ column: string; problem: Problem }>) =>
+  sourceError(
+    context,
+    `${problems.length} column(s) cannot be exported as they are:\n` +
+      problems.map(({ column, problem }) => `  • ${column}: ${problem.reason}`).join("\n"),
+    { hint: problems.map(({ column, problem }) => `${column}: ${problem.fix}`).join("\n") }
+  )
+
+/** Maps described columns to column plans, applying the export's overrides; fails listing every problem. */
+const planColumns = (
+  context: ErrorContext,
+  query: SourceQuery,
+  columns: ReadonlyArray<DescribedColumn>,
+  catalog: CatalogInfo
+): Effect.Effect<ReadonlyArray<ColumnPlan>, SourceError> => {
+  if (columns.length === 0) return Effect.fail(sourceError(context, "the query returns no columns"))
+  const names = new Set(columns.map((column) => column.name))
+  const unknown = [...query.columnTypes.keys()].filter((name) => !names.has(name))
+  if (unknown.length > 0) {
+    const listed = unknown.map((name) => `"${name}"`).join(", ")
+    return Effect.fail(
+      sourceError(context, `\`columns:\` overrides name ${listed}, which the query does not return`, {
+        hint: `the query returns: ${[...names].join(", ")}`
+      })
+    )
+  }
+  const plans: Array<ColumnPlan> = []
+  const problems: Array<{ column: string; problem: Problem }> = []
+  for (const column of columns) {
+    const attribute = column.table !== 0 ? catalog.attributes.get(attributeKey(column.table, column.number)) : undefined
+    const shape = resolveShape(catalog.types, attribute?.type ?? column.type, attribute?.typmod ?? -1)
+    const planned = planColumn(column.name, shape, query.columnTypes.get(column.name))
+    if ("plan" in planned) plans.push(planned.plan)
+    else problems.push({ column: column.name, problem: planned.problem })
+  }
+  return problems.length > 0 ? Effect.fail(problemsError(context, problems)) : Effect.succeed(plans)
+}
+
+/**
+ * Opens one export's result in the caller's scope: a read-only repeatable-read transaction on its own connection,
+ * the described and catalog-mapped schema, then a server-side cursor read `batchSize` rows per pull. Closing the
+ * scope cancels an in-flight fetch, closes the cursor, ends the transaction and returns the connection.
+ */
+export const openResult = (
+  pool: postgres.Sql,
+  query: SourceQuery,
+  settings: SessionSettings,
+  context: ErrorContext
+): Effect.Effect<SourceResult, SourceError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const transaction = yield* Effect.acquireRelease(
+      attempt(context, "starting the read-only transaction", () => beginTransaction(pool)),
+      (started) => Effect.promise(started.end)
+    )
+    const connection = transaction.sql
+    yield* attempt(context, "configuring the session", () => connection.unsafe(settingsSql(settings)).simple())
+    const statement = yield* attempt(context, "preparing the query", () => connection.unsafe(query.sql).describe())
+    const described: ReadonlyArray<DescribedColumn> = statement.columns
+    const catalog = yield* attempt(context, "reading column types from the catalog", () =>
+      loadCatalog(connection, described)
+    )
+    const plans = yield* planColumns(context, query, described, catalog)
+    const schema: BatchSchema = {
+      columns: plans.map((plan) => ({ name: plan.name, type: plan.type, sourceType: plan.sourceType }))
+    }
+    const batches = yield* openCursor(connection, query, plans, schema, context)
+    return { schema, batches }
+  })
+
+const decodeBatch = (
+  context: ErrorContext,
+  plans: ReadonlyArray<ColumnPlan>,
+  schema: BatchSchema,
+  rows: TextRows
+): Effect.Effect<Batch, SourceError> =>
+  Effect.try({
+    try: () => makeBatch(schema, decodeColumns(plans, rows)),
+    catch: (cause) =>
+      cause instanceof DecodeFailure
+        ? sourceError(context, cause.message, { hint: cause.hint })
+        : sourceError(context, `decoding rows failed: ${describeCause(cause)}`)
+  })
+
+const openCursor = (
+  connection: postgres.TransactionSql,
+  query: SourceQuery,
+  plans: ReadonlyArray<ColumnPlan>,
+  schema: BatchSchema,
+  context: ErrorContext
+): Effect.Effect<Stream.Stream<Batch, SourceError>, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    // `.values()`: rows as arrays, so duplicate column names survive. `.cursor(n)`: n rows per Execute.
+    const pending = connection.unsafe(query.sql).values()
+    const iterator = pending.cursor(Math.max(1, query.batchSize))[Symbol.asyncIterator]()
+    let inFlight: Promise<unknown> | undefined
+    let finished = false
+    let closed = false
+
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        closed = true
+        if (inFlight !== undefined) {
+          // The consumer was interrupted mid-fetch: cancel the running statement and wait for it to settle.
+          pending.cancel()
+          await inFlight.catch(() => undefined)
+        }
+        await iterator.return?.()
+      })
+    )
+
+    const fetch = (): Promise<IteratorResult<ReadonlyArray<unknown>>> => {
+      const next = iterator.next()
+      inFlight = next
+      return next.finally(() => {
+        inFlight = undefined
+      })
+    }
+
+    const pull: Effect.Effect<Batch, Option.Option<SourceError>> = Effect.suspend(() => {
+      if (closed) return Effect.fail(Option.some(sourceError(context, "the result was read after it was closed")))
+      if (finished) return Effect.fail(Option.none())
+      return Effect.tryPromise({ try: fetch, catch: (cause) => fromPostgres(cause, context, "reading rows") }).pipe(
+        Effect.mapError(Option.some),
+        Effect.flatMap((step) => {
+          if (step.done === true) {
+            finished = true
+            return Effect.fail(Option.none())
+          }
+          return Effect.mapError(decodeBatch(context, plans, schema, step.value as TextRows), Option.some)
+        })
+      )
+    })
+
+    return Stream.repeatEffectOption(pull)
+  })

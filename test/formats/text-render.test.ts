@@ -1,0 +1,216 @@
+import { describe, expect, it } from "@effect/vitest"
+import type { LogicalType } from "../../src/runtime/batch.js"
+import {
+  jsonRenderer,
+  renderBytes,
+  renderDate,
+  renderFloat,
+  renderJsonText,
+  renderTime,
+  renderTimestamp,
+  renderTimestamptz,
+  textRenderer
+} from "../../src/formats/text/render.js"
+
+const DAY_MS = 86_400_000
+
+/** Deterministic PRNG (mulberry32) so a failure can be reproduced. */
+const random = (seed: number) => () => {
+  seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+  return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+}
+
+// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: the years Date#toISOString writes with four digits.
+const MIN_MS = -62_167_219_200_000
+const MAX_MS = 253_402_300_799_999
+
+const isoMicros = (ms: number, extraMicros: number) =>
+  `${new Date(ms).toISOString().slice(0, 23)}${String(extraMicros).padStart(3, "0")}`
+
+describe("renderDate", () => {
+  it("matches Date#toISOString for random days in years 0000–9999", () => {
+    const next = random(1)
+    for (let i = 0; i < 20_000; i++) {
+      const days = Math.floor(MIN_MS / DAY_MS + next() * ((MAX_MS - MIN_MS) / DAY_MS))
+      expect(renderDate(days)).toBe(new Date(days * DAY_MS).toISOString().slice(0, 10))
+    }
+  })
+
+  it("matches every day around the epoch and leap days", () => {
+    for (let days = -800; days <= 800; days++) {
+      expect(renderDate(days)).toBe(new Date(days * DAY_MS).toISOString().slice(0, 10))
+    }
+    expect(renderDate(11_016)).toBe("2000-02-29")
+    expect(renderDate(-25_508)).toBe("1900-03-01")
+  })
+
+  it("writes years outside 0000–9999 in ISO 8601 expanded form", () => {
+    expect(renderDate(-719_528)).toBe("0000-01-01")
+    expect(renderDate(-719_529)).toBe("-0001-12-31")
+    expect(renderDate(-719_162)).toBe("0001-01-01")
+    expect(renderDate(2_932_896)).toBe("9999-12-31")
+    expect(renderDate(2_932_897)).toBe("+10000-01-01")
+    expect(renderDate(-4_000_000)).toBe(`-${new Date(-4_000_000 * DAY_MS).toISOString().slice(3, 13)}`)
+  })
+})
+
+describe("renderTimestamp", () => {
+  it("matches Date#toISOString plus microsecond digits for random instants", () => {
+    const next = random(2)
+    for (let i = 0; i < 50_000; i++) {
+      const ms = Math.floor(MIN_MS + next() * (MAX_MS - MIN_MS))
+      const extra = Math.floor(next() * 1000)
+      const micros = BigInt(ms) * 1000n + BigInt(extra)
+      expect(renderTimestamp(micros)).toBe(isoMicros(ms, extra))
+    }
+  })
+
+  it("handles instants just before and after midnight, before 1970 and at the edges", () => {
+    expect(renderTimestamp(0n)).toBe("1970-01-01T00:00:00.000000")
+    expect(renderTimestamp(-1n)).toBe("1969-12-31T23:59:59.999999")
+    expect(renderTimestamp(86_399_999_999n)).toBe("1970-01-01T23:59:59.999999")
+    expect(renderTimestamp(86_400_000_000n)).toBe("1970-01-02T00:00:00.000000")
+    expect(renderTimestamp(-86_400_000_000n)).toBe("1969-12-31T00:00:00.000000")
+    expect(renderTimestamp(-86_400_000_001n)).toBe("1969-12-30T23:59:59.999999")
+    expect(renderTimestamp(-2_208_988_800_000_001n)).toBe("1899-12-31T23:59:59.999999")
+    expect(renderTimestamp(-62_135_596_800_000_000n)).toBe("0001-01-01T00:00:00.000000")
+    expect(renderTimestamp(253_402_300_799_999_999n)).toBe("9999-12-31T23:59:59.999999")
+    expect(renderTimestamp(253_402_300_800_000_000n)).toBe("+10000-01-01T00:00:00.000000")
+    expect(renderTimestamp(-62_167_219_200_000_001n)).toBe("-0001-12-31T23:59:59.999999")
+  })
+
+  it("is exact on both sides of 2^53 µs, where the fast path hands over to bigint arithmetic", () => {
+    const limit = 2n ** 53n
+    for (const micros of [limit - 2n, limit - 1n, limit, limit + 1n, -limit + 1n, -limit, -limit - 1n]) {
+      const ms = micros >= 0n ? micros / 1000n : (micros - 999n) / 1000n
+      const extra = Number(micros - ms * 1000n)
+      expect(renderTimestamp(micros)).toBe(isoMicros(Number(ms), extra))
+    }
+  })
+
+  it("renders several instants of the same day and alternating days correctly (date cache)", () => {
+    const day = 1_706_054_400_000_000n
+    expect(renderTimestamp(day + 1n)).toBe("2024-01-24T00:00:00.000001")
+    expect(renderTimestamp(day + 3_600_000_000n)).toBe("2024-01-24T01:00:00.000000")
+    expect(renderTimestamp(-day)).toBe("1915-12-10T00:00:00.000000")
+    expect(renderTimestamp(day + 12_200_123_456n)).toBe("2024-01-24T03:23:20.123456")
+  })
+
+  it("adds Z for timestamptz", () => {
+    expect(renderTimestamptz(1_706_067_200_123_456n)).toBe("2024-01-24T03:33:20.123456Z")
+  })
+})
+
+describe("renderTime", () => {
+  it("writes HH:MM:SS.ffffff", () => {
+    expect(renderTime(0n)).toBe("00:00:00.000000")
+    expect(renderTime(45_296_789_012n)).toBe("12:34:56.789012")
+    expect(renderTime(86_399_999_999n)).toBe("23:59:59.999999")
+    expect(renderTime(86_400_000_000n)).toBe("24:00:00.000000")
+    expect(renderTime(1n)).toBe("00:00:00.000001")
+  })
+})
+
+describe("renderFloat", () => {
+  it("writes the shortest round-trip text and keeps the special values apart", () => {
+    expect(renderFloat(0.1)).toBe("0.1")
+    expect(renderFloat(0)).toBe("0")
+    expect(renderFloat(-0)).toBe("-0")
+    expect(renderFloat(Number.NaN)).toBe("NaN")
+    expect(renderFloat(Infinity)).toBe("Infinity")
+    expect(renderFloat(-Infinity)).toBe("-Infinity")
+    expect(renderFloat(1e21)).toBe("1e+21")
+    expect(renderFloat(5e-324)).toBe("5e-324")
+    expect(renderFloat(-1.5)).toBe("-1.5")
+    const next = random(3)
+    for (let i = 0; i < 1000; i++) {
+      const n = (next() - 0.5) * 10 ** Math.floor(next() * 40 - 20)
+      expect(Number(renderFloat(n))).toBe(n)
+    }
+  })
+})
+
+describe("renderBytes", () => {
+  it("writes lowercase hex, respecting the view's offset", () => {
+    expect(renderBytes(new Uint8Array([0, 15, 255, 16, 171]))).toBe("000fff10ab")
+    expect(renderBytes(new Uint8Array([1, 2, 3, 4]).subarray(1, 3))).toBe("0203")
+    expect(renderBytes(new Uint8Array())).toBe("")
+  })
+})
+
+describe("renderJsonText", () => {
+  it("keeps JSON text as is but turns line breaks into spaces", () => {
+    expect(renderJsonText('{"a": [1, 2]}')).toBe('{"a": [1, 2]}')
+    const pretty = '{\r\n  "a": "x\\ny",\n  "b": 12345678901234567890\n}'
+    const flat = renderJsonText(pretty)
+    expect(flat).not.toMatch(/[\r\n]/)
+    expect(JSON.parse(flat)).toEqual(JSON.parse(pretty))
+    expect(flat).toContain("12345678901234567890")
+  })
+})
+
+const text = (type: LogicalType) => textRenderer(type)!
+const json = (type: LogicalType) => jsonRenderer(type)!
+
+describe("textRenderer", () => {
+  it("renders every logical type", () => {
+    expect(text({ kind: "int16" })(-12)).toBe("-12")
+    expect(text({ kind: "int32" })(2_147_483_647)).toBe("2147483647")
+    expect(text({ kind: "int64" })(-9_223_372_036_854_775_808n)).toBe("-9223372036854775808")
+    expect(text({ kind: "float32" })(1.5)).toBe("1.5")
+    expect(text({ kind: "float64" })(Number.NaN)).toBe("NaN")
+    expect(text({ kind: "decimal", precision: 12, scale: 2 })("-12.30")).toBe("-12.30")
+    expect(text({ kind: "string" })("a,b")).toBe("a,b")
+    expect(text({ kind: "bool" })(true)).toBe("true")
+    expect(text({ kind: "bool" })(false)).toBe("false")
+    expect(text({ kind: "date" })(19_746)).toBe("2024-01-24")
+    expect(text({ kind: "time" })(1n)).toBe("00:00:00.000001")
+    expect(text({ kind: "timestamp" })(0n)).toBe("1970-01-01T00:00:00.000000")
+    expect(text({ kind: "timestamptz" })(0n)).toBe("1970-01-01T00:00:00.000000Z")
+    expect(text({ kind: "uuid" })("0e3b2a1c-8d6f-4c2e-9b1a-5f7d3c9e2b10")).toBe("0e3b2a1c-8d6f-4c2e-9b1a-5f7d3c9e2b10")
+    expect(text({ kind: "json" })('{"a":\n1}')).toBe('{"a":\n1}')
+    expect(text({ kind: "bytes" })(new Uint8Array([222, 173]))).toBe("dead")
+    expect(text({ kind: "interval" })("P1Y2M3DT4H5M6.5S")).toBe("P1Y2M3DT4H5M6.5S")
+  })
+
+  it("renders lists as JSON arrays", () => {
+    expect(text({ kind: "list", element: { kind: "int32" } })([1, null, 3])).toBe("[1,null,3]")
+    expect(text({ kind: "list", element: { kind: "string" } })(["a", 'b"c'])).toBe('["a","b\\"c"]')
+    expect(text({ kind: "list", element: { kind: "int64" } })([1n, null])).toBe('["1",null]')
+    expect(text({ kind: "list", element: { kind: "int32" } })([])).toBe("[]")
+  })
+
+  it("knows no type outside the contract", () => {
+    expect(textRenderer({ kind: "decimal256" } as unknown as LogicalType)).toBeUndefined()
+    expect(jsonRenderer({ kind: "list", element: { kind: "money" } } as unknown as LogicalType)).toBeUndefined()
+  })
+})
+
+describe("jsonRenderer", () => {
+  it("renders numbers, exact strings and nested JSON", () => {
+    expect(json({ kind: "int32" })(7)).toBe("7")
+    expect(json({ kind: "int64" })(9_007_199_254_740_993n)).toBe('"9007199254740993"')
+    expect(json({ kind: "decimal", precision: 38, scale: 2 })("123456789012345678901234567890.12")).toBe(
+      '"123456789012345678901234567890.12"'
+    )
+    expect(json({ kind: "float64" })(-0)).toBe("-0")
+    expect(json({ kind: "float64" })(Number.NaN)).toBe('"NaN"')
+    expect(json({ kind: "float64" })(Infinity)).toBe('"Infinity"')
+    expect(json({ kind: "float64" })(-Infinity)).toBe('"-Infinity"')
+    expect(json({ kind: "string" })('a"b\n\u2028é')).toBe(JSON.stringify('a"b\n\u2028é'))
+    expect(json({ kind: "json" })('{"k":[1,2]}')).toBe('{"k":[1,2]}')
+    expect(json({ kind: "bytes" })(new Uint8Array([1]))).toBe('"01"')
+    expect(json({ kind: "date" })(0)).toBe('"1970-01-01"')
+    expect(json({ kind: "timestamptz" })(-1n)).toBe('"1969-12-31T23:59:59.999999Z"')
+    expect(json({ kind: "bool" })(false)).toBe("false")
+  })
+
+  it("renders nested lists and lists of JSON values", () => {
+    const nested = json({ kind: "list", element: { kind: "list", element: { kind: "float64" } } })
+    expect(nested([[1.5, Number.NaN], null, []])).toBe('[[1.5,"NaN"],null,[]]')
+    const docs = json({ kind: "list", element: { kind: "json" } })
+    expect(JSON.parse(docs(['{"a":1}', "null", "[2,\n3]"]))).toEqual([{ a: 1 }, null, [2, 3]])
+  })
+})
