@@ -57,7 +57,9 @@ export const validateConfigFile = (
     return Either.mapLeft(result, (errors) =>
       errors.map((error) => {
         const line = parsed.lineOf(pathSegments(error.path))
-        return line === undefined ? error : new ConfigError({ ...error, path: `${error.path} (line ${line})` })
+        return line === undefined
+          ? error
+          : new ConfigError({ path: `${error.path} (line ${line})`, message: error.message, hint: error.hint })
       })
     )
   }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
