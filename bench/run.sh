@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Rivet vs `psql \copy` on the same table, in the same run: wall time ratios and peak RSS.
+# Usage: bash bench/run.sh            (needs PostgreSQL at RIVET_BENCH_PG_URL, default 127.0.0.1:5432/test)
+# Prints a Markdown table; docs/benchmarks.md records its output with this command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PG_URL=${RIVET_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
+WORK=bench/.work
+mkdir -p "$WORK"
+[ -f dist/cli/main.js ] || npm run build >/dev/null
+
+ensure_table() { # name rows
+  local have
+  have=$(psql "$PG_URL" -tAc "select reltuples::bigint from pg_class where relname = '$1'" 2>/dev/null || true)
+  if [ "${have:-0}" != "$2" ]; then
+    echo "creating $1 ($2 rows)…" >&2
+    psql "$PG_URL" -q -v ON_ERROR_STOP=1 -v rows="$2" -v table="$1" -f bench/make-table.sql >&2
+  fi
+}
+
+# measure LABEL CMD… → "seconds rss_mb" (wall clock and maximum resident set size from /usr/bin/time -v)
+measure() {
+  local label=$1; shift
+  /usr/bin/time -v "$@" >"$WORK/$label.out" 2>"$WORK/$label.time" || { cat "$WORK/$label.time" >&2; exit 1; }
+  awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; wall = s }
+              /Maximum resident set size/ { rss = $2 / 1024 }
+              END { printf "%.2f %.0f\n", wall, rss }' "$WORK/$label.time"
+}
+
+config() { # table format → path of a config exporting the table
+  local file="$WORK/$1-$2.yaml"
+  rm -rf "$WORK/out-$1-$2"
+  cat >"$file" <<YAML
+source: { type: postgres, url: "$PG_URL" }
+exports:
+  - name: $1
+    table: $1
+    format: $2
+    destination: { type: local, path: out-$1-$2 }
+YAML
+  echo "$file"
+}
+
+ensure_table bench_2m 2000000
+ensure_table bench_4m 4000000
+
+read -r copy_s copy_rss < <(measure copy psql "$PG_URL" -c "\\copy (select * from bench_2m) to '$WORK/copy.csv' csv header")
+read -r parquet_s parquet_rss < <(measure parquet node bin/rivet.js run -c "$(config bench_2m parquet)")
+read -r csv_s csv_rss < <(measure csv node bin/rivet.js run -c "$(config bench_2m csv)")
+read -r parquet4_s parquet4_rss < <(measure parquet4 node bin/rivet.js run -c "$(config bench_4m parquet)")
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+cat <<TABLE
+| run (2M rows × 20 columns unless noted) | wall s | vs \\copy | peak RSS MB | target |
+|---|---|---|---|---|
+| psql \\copy … csv header | $copy_s | 1.00 | $copy_rss | baseline |
+| rivet → Parquet (zstd) | $parquet_s | $(ratio "$parquet_s" "$copy_s") | $parquet_rss | ≤ 2.0×, ≤ 150 MB |
+| rivet → CSV | $csv_s | $(ratio "$csv_s" "$copy_s") | $csv_rss | ≤ 1.3×, ≤ 150 MB |
+| rivet → Parquet, 4M rows | $parquet4_s | — | $parquet4_rss | RSS within 15 % of 2M ($(ratio "$parquet4_rss" "$parquet_rss")×) |
+TABLE

@@ -1,0 +1,42 @@
+import * as Effect from "effect/Effect"
+import type { BatchSchema } from "../../runtime/batch.js"
+import { describeCause, FormatError } from "../../runtime/errors.js"
+import type { FormatDriverShape } from "../../runtime/plugin.js"
+import { type ParquetConfig, rowGroupLimits } from "./config.js"
+import { makeCodec } from "./compressors.js"
+import { makePartEncoder } from "./encoder.js"
+import { schemaProblems } from "./schema.js"
+
+/** Fails with every reason the schema cannot be written as Parquet. */
+const validate = Effect.fn("ParquetFormat.validate")(function* (schema: BatchSchema) {
+  const problems = schemaProblems(schema)
+  if (problems.length === 0) return
+  const hints = [...new Set(problems.map((problem) => problem.hint))]
+  return yield* Effect.fail(
+    new FormatError({
+      format: "parquet",
+      message: `cannot write Parquet: ${problems.map((problem) => problem.message).join("; ")}`,
+      hint: hints.join("; ")
+    })
+  )
+})
+
+/** The Parquet format driver for one export's config (loads the zstd compressor when configured). */
+export const makeParquetDriver = (config: ParquetConfig): Effect.Effect<FormatDriverShape, FormatError> =>
+  Effect.map(makeCodec(config), (codec) => ({
+    extension: "parquet",
+    contentType: "application/vnd.apache.parquet",
+    compression: codec.label,
+    validate,
+    open: Effect.fn("ParquetFormat.open")(function* (schema: BatchSchema) {
+      yield* validate(schema)
+      return yield* Effect.try({
+        try: () => {
+          const limits = rowGroupLimits(config)
+          return makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes })
+        },
+        catch: (cause) =>
+          new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })
+      })
+    })
+  }))

@@ -1,0 +1,133 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import parquet from "../../../src/formats/parquet/index.js"
+import { decimalByteLength, schemaProblems } from "../../../src/formats/parquet/schema.js"
+import type { BatchSchema, LogicalType } from "../../../src/runtime/batch.js"
+import { FormatDriver } from "../../../src/runtime/plugin.js"
+import { allTypesSchema } from "./fixtures.js"
+import { concat, metadataOf } from "./read-back.js"
+
+const driver = Effect.provide(
+  FormatDriver,
+  parquet.make(Schema.decodeUnknownSync(parquet.config)({}), { configDir: ".", env: {} })
+).pipe(Effect.orDie)
+
+describe("parquet schema", () => {
+  it.effect("the footer carries the physical and logical type of every column, all OPTIONAL", () =>
+    Effect.gen(function* () {
+      const encoder = yield* (yield* driver).open(allTypesSchema)
+      const schema = metadataOf(concat(yield* encoder.finish)).schema
+      const byName = (name: string) => schema.find((element) => element.name === name)!
+      const decimal = (precision: number, scale: number) => ({
+        converted_type: "DECIMAL",
+        logical_type: { type: "DECIMAL", precision, scale },
+        precision,
+        scale
+      })
+      const expectations: Record<string, object> = {
+        i16: { type: "INT32", converted_type: "INT_16" },
+        i32: { type: "INT32" },
+        i64: { type: "INT64" },
+        f32: { type: "FLOAT" },
+        f64: { type: "DOUBLE" },
+        dec_5_2: { type: "INT32", ...decimal(5, 2) },
+        dec_18_4: { type: "INT64", ...decimal(18, 4) },
+        dec_38_10: { type: "FIXED_LEN_BYTE_ARRAY", type_length: 16, ...decimal(38, 10) },
+        dec_50_0: { type: "FIXED_LEN_BYTE_ARRAY", type_length: 21, ...decimal(50, 0) },
+        txt: { type: "BYTE_ARRAY", converted_type: "UTF8", logical_type: { type: "STRING" } },
+        flag: { type: "BOOLEAN" },
+        day: { type: "INT32", converted_type: "DATE", logical_type: { type: "DATE" } },
+        clock: { type: "INT64", logical_type: { type: "TIME", isAdjustedToUTC: false, unit: "MICROS" } },
+        ts: { type: "INT64", logical_type: { type: "TIMESTAMP", isAdjustedToUTC: false, unit: "MICROS" } },
+        tstz: {
+          type: "INT64",
+          converted_type: "TIMESTAMP_MICROS",
+          logical_type: { type: "TIMESTAMP", isAdjustedToUTC: true, unit: "MICROS" }
+        },
+        id: { type: "FIXED_LEN_BYTE_ARRAY", type_length: 16, logical_type: { type: "UUID" } },
+        doc: { type: "BYTE_ARRAY", logical_type: { type: "JSON" } },
+        blob: { type: "BYTE_ARRAY" },
+        span: { type: "BYTE_ARRAY", converted_type: "UTF8", logical_type: { type: "STRING" } }
+      }
+      for (const [name, expected] of Object.entries(expectations)) {
+        expect(byName(name), name).toEqual({ name, repetition_type: "OPTIONAL", ...expected })
+      }
+      // json must not carry converted_type JSON (the writer would JSON.stringify the text again).
+      expect(byName("doc").converted_type).toBeUndefined()
+
+      const start = schema.findIndex((element) => element.name === "ints")
+      expect(schema.slice(start, start + 3)).toEqual([
+        { name: "ints", repetition_type: "OPTIONAL", num_children: 1, converted_type: "LIST", logical_type: { type: "LIST" } },
+        { name: "list", repetition_type: "REPEATED", num_children: 1 },
+        { name: "element", repetition_type: "OPTIONAL", type: "INT32" }
+      ])
+      expect(schema[0]).toEqual({ name: "root", num_children: allTypesSchema.columns.length })
+    })
+  )
+
+  it("decimal widths: the fewest bytes that hold the precision", () => {
+    expect(decimalByteLength(19)).toBe(9)
+    expect(decimalByteLength(38)).toBe(16)
+    expect(decimalByteLength(39)).toBe(17)
+    expect(decimalByteLength(76)).toBe(32)
+    for (let precision = 1; precision <= 76; precision++) {
+      const bytes = decimalByteLength(precision)
+      expect(1n << BigInt(bytes * 8 - 1)).toBeGreaterThanOrEqual(10n ** BigInt(precision))
+      expect(1n << BigInt((bytes - 1) * 8 - 1)).toBeLessThan(10n ** BigInt(precision))
+    }
+  })
+
+  describe("validate", () => {
+    const one = (type: LogicalType, name = "amount"): BatchSchema => ({ columns: [{ name, type }] })
+    const reject = (schema: BatchSchema) =>
+      Effect.gen(function* () {
+        return yield* Effect.flip((yield* driver).validate(schema))
+      })
+
+    it.effect("accepts every logical type", () =>
+      Effect.gen(function* () {
+        yield* (yield* driver).validate(allTypesSchema)
+        expect(schemaProblems(allTypesSchema)).toEqual([])
+      })
+    )
+
+    it.effect("rejects decimals Parquet readers cannot hold, naming the column and the fix", () =>
+      Effect.gen(function* () {
+        for (const type of [
+          { kind: "decimal", precision: 77, scale: 2 },
+          { kind: "decimal", precision: 0, scale: 0 },
+          { kind: "decimal", precision: 5, scale: -2 },
+          { kind: "decimal", precision: 2, scale: 5 },
+          { kind: "list", element: { kind: "decimal", precision: 100, scale: 0 } }
+        ] as const) {
+          const error = yield* reject(one(type))
+          expect(error._tag).toBe("FormatError")
+          expect(error.message).toContain(`column "amount"`)
+          expect(error.hint).toContain("columns:")
+        }
+      })
+    )
+
+    it.effect("rejects no columns, empty and duplicate names", () =>
+      Effect.gen(function* () {
+        expect((yield* reject({ columns: [] })).message).toContain("no columns")
+        expect((yield* reject(one({ kind: "int32" }, ""))).message).toContain("empty name")
+        const twice: BatchSchema = {
+          columns: [
+            { name: "a", type: { kind: "int32" } },
+            { name: "a", type: { kind: "string" } }
+          ]
+        }
+        expect((yield* reject(twice)).message).toContain(`"a" appears more than once`)
+      })
+    )
+
+    it.effect("open validates too", () =>
+      Effect.gen(function* () {
+        const error = yield* Effect.flip((yield* driver).open(one({ kind: "decimal", precision: 80, scale: 0 })))
+        expect(error.message).toContain("precision outside 1–76")
+      })
+    )
+  })
+})
