@@ -33,6 +33,8 @@ const program = Effect.suspend(() => cli(process.argv)).pipe(
     })
   ),
   Effect.tap((code) => Effect.sync(() => (process.exitCode = code))),
+  // Interrupted by SIGINT/SIGTERM: finalizers have aborted uploads and stopped servers; say so in the exit code.
+  Effect.onInterrupt(() => Effect.sync(() => (process.exitCode = 130))),
   Effect.provide(NodeContext.layer)
 )
 

@@ -68,7 +68,8 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
     SourceDriver,
     RivetError
   >
-  const sourceContext = yield* Effect.either(Layer.build(sourceLayer))
+  // Without a source no export can run: fail once instead of once per export.
+  const sourceContext = yield* Layer.build(sourceLayer)
   const runOptions: RunOptions = {
     sourceType: config.source.plugin.type,
     ...(options.retry ? { retry: options.retry } : {}),
@@ -77,14 +78,11 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
   const runs: Array<ExportRun> = []
   for (const spec of selected) {
     const started = Date.now()
-    const exit = yield* (
-      sourceContext._tag === "Left"
-        ? Effect.fail(sourceContext.left)
-        : runExport(spec, runOptions).pipe(
-            Effect.provide(exportLayer(config, spec, options.env)),
-            Effect.provide(sourceContext.right as Context.Context<SourceDriver>)
-          )
-    ).pipe(Effect.exit)
+    const exit = yield* runExport(spec, runOptions).pipe(
+      Effect.provide(exportLayer(config, spec, options.env)),
+      Effect.provide(sourceContext as Context.Context<SourceDriver>),
+      Effect.exit
+    )
     if (Exit.isSuccess(exit)) {
       const result = exit.value
       runs.push({ _tag: "success", result })

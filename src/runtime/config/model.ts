@@ -56,7 +56,9 @@ export const ExportCore = Schema.Struct({
   name: ExportName,
   table: Schema.optional(TableName),
   query: Schema.optional(
-    Schema.NonEmptyTrimmedString.annotations({ description: "SQL query to export (instead of table)." })
+    Schema.Trim.pipe(Schema.nonEmptyString({ message: () => "query must not be empty" })).annotations({
+      description: "SQL query to export (instead of table)."
+    })
   ),
   mode: Schema.optional(
     Schema.Literal("full").annotations({ description: "Export mode. `full` re-exports every row on each run." })
