@@ -1,12 +1,11 @@
 import * as Cause from "effect/Cause"
-import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { ExportConfig, RivetConfig } from "./config/model.js"
 import { ConfigError, describeCause, PluginError, type RivetError } from "./errors.js"
-import type { FormatDriver, PluginContext, SinkDriver, SourceDriver } from "./plugin.js"
+import { type FormatDriver, type PluginContext, type SinkDriver, SourceDriver } from "./plugin.js"
 import { type ExportResult, runExport, type RunOptions } from "./pipeline.js"
 import { ProgressReporter } from "./progress.js"
 import type { RetryPolicy } from "./retry.js"
@@ -70,6 +69,7 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
   >
   // Without a source no export can run: fail once instead of once per export.
   const sourceContext = yield* Layer.build(sourceLayer)
+  yield* Effect.flatMap(SourceDriver, (source) => source.check).pipe(Effect.provide(sourceContext))
   const runOptions: RunOptions = {
     sourceType: config.source.plugin.type,
     ...(options.retry ? { retry: options.retry } : {}),
@@ -80,7 +80,7 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
     const started = Date.now()
     const exit = yield* runExport(spec, runOptions).pipe(
       Effect.provide(exportLayer(config, spec, options.env)),
-      Effect.provide(sourceContext as Context.Context<SourceDriver>),
+      Effect.provide(sourceContext),
       Effect.exit
     )
     if (Exit.isSuccess(exit)) {

@@ -28,7 +28,7 @@ interface Rule {
   readonly hint?: (context: ErrorContext) => string
 }
 
-const RETRY = "the server may be restarting or overloaded; Rivet retries this error"
+const RETRY = "the server may be restarting or overloaded (exit code 2: safe to run again later)"
 
 // SQLSTATEs worth a specific word. Classes 08 (connection), 53 (resources) and 40 (transaction rollback) are
 // matched by prefix below; everything else is a non-retryable error in the query or the data.
@@ -103,7 +103,7 @@ export const fromPostgres = (cause: unknown, context: ErrorContext, doing: strin
   if (code !== undefined && NETWORK_CODES.has(code)) {
     return sourceError(context, `cannot reach PostgreSQL at ${context.displayUrl} while ${doing}: ${text}`, {
       retryable: true,
-      hint: "check that the server is running and reachable from this machine; Rivet retries this error"
+      hint: "check that the server is running and reachable from this machine (exit code 2: safe to run again later)"
     })
   }
   return sourceError(context, `PostgreSQL failed while ${doing}: ${text}`)
@@ -112,7 +112,7 @@ export const fromPostgres = (cause: unknown, context: ErrorContext, doing: strin
 const classRule = (code: string): Rule => {
   switch (code.slice(0, 2)) {
     case "08":
-      return { retryable: true, hint: () => "the connection failed; Rivet retries this error" }
+      return { retryable: true, hint: () => "the connection failed (exit code 2: safe to run again later)" }
     case "53":
     case "40":
       return { retryable: true, hint: () => RETRY }
