@@ -2,6 +2,8 @@ import type { RivetError } from "../runtime/errors.js"
 import type { ExportOutcome } from "../runtime/progress.js"
 import { formatBytes } from "../runtime/size.js"
 
+// Terminal control bytes from a database or server message must not reach the user's terminal.
+// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/g
 
 /** One readable error (plus hint) for the terminal; never a stack trace. */

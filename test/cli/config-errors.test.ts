@@ -25,13 +25,13 @@ const cases: ReadonlyArray<readonly [string, string, string, string]> = [
   ["duplicate export names", `${source}\nexports:\n  - { name: a, table: t, destination: { type: stdout } }\n  - { name: a, table: u, destination: { type: stdout } }`, "exports[1].name", "duplicate export name"],
   ["unsafe export name", `${source}\nexports:\n  - { name: ../../etc, table: t, destination: { type: stdout } }`, "exports[0].name", "invalid export name"],
   ["batch_size zero", exportWith(`    table: orders\n    batch_size: 0\n${local}`), "exports[0].batch_size", ""],
-  ["bad column override", exportWith(`    table: orders\n    columns: { amount: { type: \"decimal(99,2)\" } }\n${local}`), "exports[0].columns.amount.type", "unknown type"],
+  ["bad column override", exportWith(`    table: orders\n    columns: { amount: { type: "decimal(99,2)" } }\n${local}`), "exports[0].columns.amount.type", "unknown type"],
   ["s3 without bucket", exportWith("    table: orders\n    destination: { type: s3, region: us-east-1 }"), "exports[0].destination.bucket", "required"],
   ["s3 non-loopback endpoint", exportWith("    table: orders\n    destination: { type: s3, bucket: my-bucket, region: us-east-1, endpoint: 'https://evil.example.com' }"), "exports[0].destination.endpoint", "loopback"]
 ]
 
 describe("malformed configs", () => {
-  it.each(cases)("%s → one readable error naming the path, exit 1", async (_what, yaml, path, phrase) => {
+  it.concurrent.each(cases)("%s → one readable error naming the path, exit 1", async (_what, yaml, path, phrase) => {
     const result = await runCli(["run", "-c", writeConfig(yaml)])
     expect(result.code).toBe(1)
     expect(result.stdout).toBe("")

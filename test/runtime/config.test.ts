@@ -6,7 +6,8 @@ import * as Schema from "effect/Schema"
 import { validateConfigValue } from "../../src/registry/load-config.js"
 import { interpolate } from "../../src/runtime/config/yaml.js"
 import type { ConfigError, FormatError, SinkError, SourceError } from "../../src/runtime/errors.js"
-import { defineFormat, defineSink, defineSource, FormatDriver, SinkDriver, SourceDriver } from "../../src/runtime/plugin.js"
+import type { FormatDriver, SinkDriver, SourceDriver } from "../../src/runtime/plugin.js";
+import { defineFormat, defineSink, defineSource } from "../../src/runtime/plugin.js"
 
 const source = defineSource({
   type: "fakedb",
