@@ -8,6 +8,9 @@ import { doctorCommand } from "./commands/doctor.js"
 import { runCommand } from "./commands/run.js"
 import { ExitCode } from "./exit.js"
 
+// The pinned AWS SDK supports Node 20; its notice about *future* SDK releases is noise in every run's stderr.
+process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true"
+
 const { version } = createRequire(import.meta.url)("../../package.json") as { version: string }
 
 const rivet = Command.make("rivet").pipe(
