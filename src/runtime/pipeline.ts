@@ -98,10 +98,12 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
 
   const batches = result.batches.pipe(
     Stream.tap((batch) => Effect.sync(() => (progress.rows += batch.rowCount))),
-    // Fetch the next batch while this one is encoded, and encode while the previous part bytes upload.
-    Stream.buffer({ capacity: 2 })
+    // Fetch the next batch while this one is encoded, and encode while the previous part bytes upload. Each slot
+    // holds a whole batch (or an encoder's output for one: a CSV batch, a Parquet row group), so the capacities
+    // stay small: they bound memory, and one slot is enough to keep both sides busy.
+    Stream.buffer({ capacity: 1 })
   )
-  const pieces = encodeParts(batches, format, result.schema, spec.maxFileSize).pipe(Stream.buffer({ capacity: 16 }))
+  const pieces = encodeParts(batches, format, result.schema, spec.maxFileSize).pipe(Stream.buffer({ capacity: 2 }))
   const parts = yield* uploadParts(pieces, {
     sink,
     contentType: format.contentType,

@@ -99,7 +99,9 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
       })
       continue
     }
-    if (Exit.isInterrupted(exit)) return yield* Effect.interrupt
+    // Only a pure interruption (Ctrl-C) stops the run: a failed layer build also carries the interruption of its
+    // sibling layer's fiber, and must be reported as this export's error.
+    if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
     const error = errorOf(exit.cause, spec)
     runs.push({ _tag: "failure", exportName: spec.name, error })
     yield* reporter.finished({

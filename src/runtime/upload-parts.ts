@@ -29,31 +29,40 @@ export interface UploadOptions {
   readonly onBytes: (count: number) => void
 }
 
-const concat = (chunks: ReadonlyArray<Uint8Array>, length: number): Uint8Array => {
-  if (chunks.length === 1 && chunks[0]!.length === length) return chunks[0]!
-  const out = new Uint8Array(length)
-  let offset = 0
-  for (const chunk of chunks) {
-    out.set(chunk, offset)
-    offset += chunk.length
-  }
-  return out
-}
-
 /** Cuts each part's bytes into `blockSize` blocks, hashing and counting them on the way. */
 const toBlocks = (blockSize: number) => {
-  let pending: Array<Uint8Array> = []
+  const pending: Array<Uint8Array> = []
   let pendingLength = 0
   let index = 0
   let size = 0
   let hash: Hash = createHash("sha256")
 
+  // Takes the first `length` pending bytes. A block inside one chunk is a view of it; only a block spanning
+  // chunks is copied, and only its own bytes (the rest stays as views).
   const take = (length: number): Uint8Array => {
-    const whole = concat(pending, pendingLength)
-    const block = whole.subarray(0, length)
-    const rest = whole.subarray(length)
-    pending = rest.length > 0 ? [rest] : []
-    pendingLength = rest.length
+    const first = pending[0]
+    if (first !== undefined && first.length >= length) {
+      if (first.length === length) pending.shift()
+      else pending[0] = first.subarray(length)
+      pendingLength -= length
+      return first.subarray(0, length)
+    }
+    const block = new Uint8Array(length)
+    let offset = 0
+    while (offset < length) {
+      const chunk = pending[0]!
+      const wanted = length - offset
+      if (chunk.length <= wanted) {
+        block.set(chunk, offset)
+        offset += chunk.length
+        pending.shift()
+      } else {
+        block.set(chunk.subarray(0, wanted), offset)
+        pending[0] = chunk.subarray(wanted)
+        offset = length
+      }
+    }
+    pendingLength -= length
     return block
   }
 

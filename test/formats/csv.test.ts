@@ -4,6 +4,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as zlib from "node:zlib"
+import { stringify } from "csv-stringify/sync"
 import csv from "../../src/formats/csv/index.js"
 import { type BatchSchema, type LogicalType, makeBatch } from "../../src/runtime/batch.js"
 import { allTypesBatch, allTypesSchema, encodePart, isSingleGzipMember, loadDriver } from "./text-support.js"
@@ -106,6 +107,24 @@ describe("csv format", () => {
       const { bytes } = yield* encodePart(yield* driver(), schema, [batch])
       const rows = parseCsv(bytes.toString("utf8")).slice(1)
       expect(rows.map((row) => row[1])).toEqual(values)
+    })
+  )
+
+  it.effect("quotes fields exactly as csv-stringify does (RFC 4180, empty string quoted)", () =>
+    Effect.gen(function* () {
+      const alphabet = ['"', ",", "\n", "\r", " ", "a", "é", "🎉", "'", "\t", '""']
+      let seed = 11
+      const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648
+      const values = Array.from({ length: 2000 }, () =>
+        Array.from({ length: Math.floor(next() * 8) }, () => alphabet[Math.floor(next() * alphabet.length)]).join("")
+      )
+      const schema: BatchSchema = { columns: [{ name: "v", type: { kind: "string" } }] }
+      const { bytes } = yield* encodePart(yield* driver(), schema, [makeBatch(schema, [values])])
+      const expected = stringify(
+        values.map((value) => [value]),
+        { header: true, columns: ["v"], quoted_match: /^$/, quote_record_delimiter: true }
+      )
+      expect(bytes.toString("utf8")).toBe(expected)
     })
   )
 

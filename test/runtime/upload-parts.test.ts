@@ -84,6 +84,30 @@ describe("uploadParts", () => {
       ])
     }))
 
+  it.scoped("cuts chunks of any size into exact blocks: views inside a chunk, copies across chunks", () =>
+    Effect.gen(function* () {
+      const { sink, visible, log } = recordingSink({ blockSize: 4, concurrency: 2 })
+      const sizes: Record<string, Array<number>> = {}
+      const recording = {
+        ...sink,
+        begin: (key: string, contentType: string) =>
+          Effect.map(sink.begin(key, contentType), (handle) => ({
+            ...handle,
+            writeBlock: (index: number, bytes: Uint8Array) => {
+              ;(sizes[key] ??= [])[index] = bytes.length
+              return handle.writeBlock(index, bytes)
+            }
+          }))
+      }
+      const chunks = ["", "a", "bcdefghij", "k", "lm", "", "nopqrstu", "v", "wxyz0123456789", "!"]
+      const records = yield* uploadParts(pieces([chunks]), options(recording))
+      const text = chunks.join("")
+      expect(new TextDecoder().decode(visible.get("part0"))).toBe(text)
+      expect(sizes["part0"]).toEqual([4, 4, 4, 4, 4, 4, 4, 4, 4, 1])
+      expect(log).toEqual(["begin part0", "complete part0 10"])
+      expect(records[0]?.content_fingerprint).toBe(`sha256:${createHash("sha256").update(text).digest("hex")}`)
+    }))
+
   // Live clock: the retry policy really sleeps between attempts.
   it.live("retries a block that fails with a retryable error", () =>
     Effect.gen(function* () {

@@ -18,11 +18,15 @@ import {
  */
 const QUOTING = { quoted_match: /^$/, quote_record_delimiter: true, eof: false } as const
 
-// csv-stringify leaves a non-empty field without these characters unchanged. Such fields skip the library: a call
-// per field costs ~1.6 µs, which would make encoding several times slower than reading from PostgreSQL.
+// csv-stringify leaves a non-empty field without these characters unchanged.
 const NEEDS_QUOTING_CHECK = /[",\r\n]/
 
-const quoteField = (text: string): string => stringify([[text]], QUOTING)
+/**
+ * What csv-stringify does with QUOTING to a field that is empty or holds one of those characters: double the
+ * quotes and wrap the field in quotes (test/formats/csv pins the equivalence). A library call per field costs
+ * ~1.6 µs and an options object, which made CSV encoding slower than reading from PostgreSQL.
+ */
+const quoteField = (text: string): string => `"${text.includes('"') ? text.replaceAll('"', '""') : text}"`
 
 const checked =
   (render: Renderer): Renderer =>
