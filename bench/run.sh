@@ -9,12 +9,13 @@ WORK=bench/.work
 mkdir -p "$WORK"
 [ -f dist/cli/main.js ] || npm run build >/dev/null
 
-ensure_table() { # name rows
+ensure_table() { # name rows — (re)creates the table unless it was made for that row count
   local have
-  have=$(psql "$PG_URL" -tAc "select reltuples::bigint from pg_class where relname = '$1'" 2>/dev/null || true)
-  if [ "${have:-0}" != "$2" ]; then
+  have=$(psql "$PG_URL" -tAc "select obj_description('$1'::regclass, 'pg_class')" 2>/dev/null || true)
+  if [ "$have" != "rows=$2" ]; then
     echo "creating $1 ($2 rows)…" >&2
     psql "$PG_URL" -q -v ON_ERROR_STOP=1 -v rows="$2" -v table="$1" -f bench/make-table.sql >&2
+    psql "$PG_URL" -q -c "comment on table $1 is 'rows=$2'" >&2
   fi
 }
 
