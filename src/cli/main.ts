@@ -3,6 +3,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { createRequire } from "node:module"
 import { doctorCommand } from "./commands/doctor.js"
 import { runCommand } from "./commands/run.js"
@@ -36,9 +37,13 @@ const program = Effect.suspend(() => cli(process.argv)).pipe(
     })
   ),
   Effect.tap((code) => Effect.sync(() => (process.exitCode = code))),
-  // Interrupted by SIGINT/SIGTERM: finalizers have aborted uploads and stopped servers; say so in the exit code.
-  Effect.onInterrupt(() => Effect.sync(() => (process.exitCode = 130))),
   Effect.provide(NodeContext.layer)
 )
 
-NodeRuntime.runMain(program, { disableErrorReporting: true })
+NodeRuntime.runMain(program, {
+  disableErrorReporting: true,
+  // The default teardown exits 0 after a signal's interruption, which would tell cron the run succeeded.
+  // Finalizers (aborting uploads, stopping the embedded server) have run by then.
+  teardown: (exit, onExit) =>
+    onExit(Exit.isSuccess(exit) ? 0 : Cause.isInterruptedOnly(exit.cause) ? 130 : 1)
+})

@@ -1,0 +1,145 @@
+import { createHash } from "node:crypto"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import type { S3TestServer } from "../support/s3/server.js"
+import {
+  configFile,
+  countOf,
+  envCredentials,
+  expectCommitted,
+  interruptWhen,
+  isolateAwsEnv,
+  noAmbientCredentials,
+  runLogged,
+  s3Destination,
+  startWithBucket,
+  summaryRetries,
+  writeRequests
+} from "./s3-support.js"
+
+// What `rivet run` → s3 does when requests fail or the run is stopped: retries, exit codes, and nothing left behind.
+const BUCKET = "rivet-e2e-s3-failures"
+
+let server: S3TestServer
+let env: Record<string, string>
+
+beforeAll(async () => {
+  isolateAwsEnv()
+  server = await startWithBucket(BUCKET)
+  env = { ...noAmbientCredentials(), ...envCredentials(server) }
+})
+afterAll(() => server?.stop())
+
+/** ~11 MB of CSV: three 5MiB blocks, so a multipart upload. */
+const MEDIUM_ROWS = 150_000
+const MEDIUM_QUERY = `SELECT i AS id, md5(i::text) AS h1, md5((i * 7)::text) AS h2 FROM generate_series(1, ${MEDIUM_ROWS}) AS i`
+
+const csvExport = (prefix: string, query: string, extra: Readonly<Record<string, unknown>> = {}) =>
+  configFile([
+    { name: "hashes", query, format: "csv", destination: s3Destination(server, BUCKET, { prefix, part_size: "5MiB", ...extra }) }
+  ])
+
+/** Nothing under the prefix (no data object, no manifest.json, no _SUCCESS) and no multipart upload left open. */
+const expectNothingLeft = async (prefix: string) => {
+  expect(await server.listObjects(BUCKET, prefix)).toEqual([])
+  expect(await server.listMultipartUploads(BUCKET)).toEqual([])
+}
+
+describe("rivet run → s3: retries and failures", () => {
+  afterEach(() => server.faults.clear())
+
+  it("retries a 503 on UploadPart and reports the retries in the summary", async () => {
+    server.faults.add({ operation: "UploadPart", respond: { status: 503 }, times: 2 })
+    const run = await runLogged(server, ["run", "-c", csvExport("retry/part/", MEDIUM_QUERY)], env)
+    expect(run.stderr).toMatch(/status:\s+success/)
+    expect(run.code).toBe(0)
+    expect(countOf(run.requests, "UploadPart", 503)).toBe(2)
+    expect(countOf(run.requests, "UploadPart", 200)).toBe(3)
+    expect(summaryRetries(run.stderr)).toBe(2)
+
+    const manifest = await expectCommitted(server, BUCKET, "retry/part/")
+    expect(manifest.parts).toHaveLength(1)
+    const text = new TextDecoder().decode(await server.getObject(BUCKET, `retry/part/${manifest.parts[0]!.path}`))
+    const lines = text.split("\n")
+    expect(lines).toHaveLength(MEDIUM_ROWS + 2)
+    expect(lines[0]).toBe("id,h1,h2")
+    expect(lines[MEDIUM_ROWS]).toBe(
+      `${MEDIUM_ROWS},${createHash("md5").update(String(MEDIUM_ROWS)).digest("hex")},${createHash("md5").update(String(MEDIUM_ROWS * 7)).digest("hex")}`
+    )
+    expect(await server.listMultipartUploads(BUCKET)).toEqual([])
+  })
+
+  it("retries a 503 on PutObject and reports the retries in the summary", async () => {
+    server.faults.add({ operation: "PutObject", respond: { status: 503 }, times: 2 })
+    const query = "SELECT i AS id FROM generate_series(1, 100) AS i"
+    const run = await runLogged(server, ["run", "-c", csvExport("retry/put/", query)], env)
+    expect(run.stderr).toMatch(/status:\s+success/)
+    expect(run.code).toBe(0)
+    expect(countOf(run.requests, "PutObject", 503)).toBe(2)
+    expect(summaryRetries(run.stderr)).toBe(2)
+    const manifest = await expectCommitted(server, BUCKET, "retry/put/")
+    expect(manifest.row_count).toBe(100)
+  })
+
+  it("when retries run out on a transient error the run exits 2 (try again later) and writes nothing", async () => {
+    server.faults.add({ operation: "PutObject", respond: { status: 503 } })
+    const query = "SELECT i AS id FROM generate_series(1, 100) AS i"
+    const run = await runLogged(server, ["run", "-c", csvExport("retry/exhausted/", query)], env)
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain("(HTTP 503)")
+    // The first attempt and the default policy's 5 retries.
+    expect(countOf(run.requests, "PutObject", 503)).toBe(6)
+    expect(writeRequests(run.requests)).toHaveLength(6)
+    await expectNothingLeft("retry/exhausted/")
+  })
+
+  it("a query failing mid-export aborts the multipart upload: no object, no markers, no open upload", async () => {
+    // The division by zero comes when the cursor reaches row 300,000, ~78 MB of CSV in: far more than the pipeline
+    // buffers, so by then parts must have been uploaded.
+    const query = `SELECT i AS id, repeat(md5(i::text), 8) AS h, 1 / (300000 - i) AS boom FROM generate_series(1, 400000) AS i`
+    const run = await runLogged(server, ["run", "-c", csvExport("fail/query/", query)], env)
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain("division by zero")
+    expect(countOf(run.requests, "UploadPart", 200)).toBeGreaterThanOrEqual(1)
+    expect(countOf(run.requests, "CompleteMultipartUpload")).toBe(0)
+    expect(countOf(run.requests, "AbortMultipartUpload", 204)).toBe(1)
+    await expectNothingLeft("fail/query/")
+  })
+
+  it("a permanent error on UploadPart is not retried, and the upload is aborted", async () => {
+    server.faults.add({ operation: "UploadPart", respond: { s3Error: "AccessDenied" } })
+    const run = await runLogged(server, ["run", "-c", csvExport("fail/part/", MEDIUM_QUERY, { upload_concurrency: 1 })], env)
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain("AccessDenied")
+    expect(run.stderr).toContain("Hint: Check IAM policy. Rivet needs s3:PutObject and s3:GetBucketLocation.")
+    expect(writeRequests(run.requests).map((request) => `${request.operation} ${request.status}`)).toEqual([
+      "CreateMultipartUpload 200",
+      "UploadPart 403"
+    ])
+    expect(countOf(run.requests, "AbortMultipartUpload", 204)).toBe(1)
+      await expectNothingLeft("fail/part/")
+  })
+
+  it("a permanent error on CompleteMultipartUpload is not retried, and the upload is aborted", async () => {
+    server.faults.add({ operation: "CompleteMultipartUpload", respond: { s3Error: "AccessDenied" } })
+    const run = await runLogged(server, ["run", "-c", csvExport("fail/complete/", MEDIUM_QUERY)], env)
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain("CompleteMultipartUpload")
+    expect(countOf(run.requests, "UploadPart", 200)).toBe(3)
+    expect(countOf(run.requests, "CompleteMultipartUpload")).toBe(1)
+    expect(countOf(run.requests, "AbortMultipartUpload", 204)).toBe(1)
+    await expectNothingLeft("fail/complete/")
+  })
+
+  it("SIGINT during a multipart upload aborts it and exits 130", async () => {
+    // Far more data than the run gets to upload before the signal.
+    const query = "SELECT i AS id, repeat(md5(i::text), 8) AS h FROM generate_series(1, 3000000) AS i"
+    const run = await interruptWhen(server, ["run", "-c", csvExport("interrupt/", query)], env, (requests) =>
+      countOf(requests, "UploadPart", 200) >= 2
+    )
+    expect(run.interrupted).toBe(true)
+    expect(run.code).toBe(130)
+    expect(countOf(run.requests, "CompleteMultipartUpload")).toBe(0)
+    expect(countOf(run.requests, "AbortMultipartUpload", 204)).toBe(1)
+    await expectNothingLeft("interrupt/")
+  })
+})
