@@ -1,6 +1,6 @@
 import { stringify } from "csv-stringify/sync"
 import * as Effect from "effect/Effect"
-import { type Batch, type BatchSchema, formatLogicalType, type LogicalType, type Value } from "../../runtime/batch.js"
+import { type Batch, type BatchSchema, type LogicalType, type Value } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
 import { type LineWriter, makeLineWriter } from "../text/lines.js"
@@ -91,16 +91,12 @@ const failure = (message: string, hint?: string) =>
 export const csvRenderers = (schema: BatchSchema): Effect.Effect<ReadonlyArray<Renderer>, FormatError> => {
   if (schema.columns.length === 0)
     return Effect.fail(failure("CSV needs at least one column", "select at least one column in the export's query"))
-  const result = columnRenderers(schema.columns, csvFieldRenderer)
-  return "renderers" in result
-    ? Effect.succeed(result.renderers)
-    : Effect.fail(
-        failure(
-          `CSV cannot encode column "${result.unsupported.name}" ` +
-            `of type ${formatLogicalType(result.unsupported.type)}`,
-          "cast the column to a supported type in the query, or use `format: parquet`"
-        )
-      )
+  return columnRenderers(
+    schema.columns,
+    csvFieldRenderer,
+    "csv",
+    "cast the column to a supported type in the query, or use `format: parquet`"
+  )
 }
 
 /** A CSV part: the header first (also in a part without rows), then one line per row. */

@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import { type Batch, type BatchSchema, formatLogicalType, type Value } from "../../runtime/batch.js"
+import { type Batch, type BatchSchema, type Value } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
 import { type LineWriter, makeLineWriter } from "../text/lines.js"
@@ -30,16 +30,7 @@ export const ndjsonRenderers = (schema: BatchSchema): Effect.Effect<ReadonlyArra
       )
     seen.add(column.name)
   }
-  const result = columnRenderers(schema.columns, jsonRenderer)
-  return "renderers" in result
-    ? Effect.succeed(result.renderers)
-    : Effect.fail(
-        failure(
-          `NDJSON cannot encode column "${result.unsupported.name}" ` +
-            `of type ${formatLogicalType(result.unsupported.type)}`,
-          "cast the column to a supported type in the query"
-        )
-      )
+  return columnRenderers(schema.columns, jsonRenderer, "ndjson", "cast the column to a supported type in the query")
 }
 
 /** `{"a":` for the first column, `,"b":` for the next ones. */

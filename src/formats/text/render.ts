@@ -1,4 +1,6 @@
+import * as Effect from "effect/Effect"
 import { type BatchSchema, type Column, formatLogicalType, type LogicalType, type Value } from "../../runtime/batch.js"
+import { FormatError } from "../../runtime/errors.js"
 import { describeCause } from "../../runtime/errors.js"
 
 /**
@@ -243,18 +245,28 @@ export const textRenderer = (type: LogicalType): Renderer | undefined => {
   }
 }
 
-/** One renderer per column from `factory`, or the first column whose type it cannot render. */
+/** One renderer per column, or a FormatError naming the first column the format cannot encode. */
 export const columnRenderers = (
   columns: ReadonlyArray<Column>,
-  factory: (type: LogicalType) => Renderer | undefined
-): { readonly renderers: ReadonlyArray<Renderer> } | { readonly unsupported: Column } => {
+  factory: (type: LogicalType) => Renderer | undefined,
+  format: "csv" | "ndjson",
+  hint: string
+): Effect.Effect<ReadonlyArray<Renderer>, FormatError> => {
   const renderers: Array<Renderer> = []
   for (const column of columns) {
     const renderer = factory(column.type)
-    if (renderer === undefined) return { unsupported: column }
+    if (renderer === undefined) {
+      return Effect.fail(
+        new FormatError({
+          format,
+          message: `${format.toUpperCase()} cannot encode column "${column.name}" of type ${formatLogicalType(column.type)}`,
+          hint
+        })
+      )
+    }
     renderers.push(renderer)
   }
-  return { renderers }
+  return Effect.succeed(renderers)
 }
 
 /** Where rendering a batch failed: the column index, the row in the batch and what was thrown. */
