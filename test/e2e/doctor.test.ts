@@ -3,11 +3,10 @@ import type { S3TestServer } from "../support/s3/server.js"
 import {
   configFile,
   countOf,
-  envCredentials,
   isolateAwsEnv,
-  noAmbientCredentials,
   runLogged,
   s3Destination,
+  serverEnv,
   startWithBucket
 } from "./s3-support.js"
 
@@ -23,7 +22,7 @@ let env: Record<string, string>
 beforeAll(async () => {
   isolateAwsEnv()
   server = await startWithBucket(BUCKET)
-  env = { ...noAmbientCredentials(), ...envCredentials(server) }
+  env = serverEnv(server)
 })
 afterAll(() => server?.stop())
 afterEach(() => server.faults.clear())

@@ -6,12 +6,12 @@ import type { S3TestServer } from "../support/s3/server.js"
 import {
   configFile,
   countOf,
-  envCredentials,
   expectCommitted,
   isolateAwsEnv,
   noAmbientCredentials,
   runLogged,
   s3Destination,
+  serverEnv,
   startWithBucket,
   writeRequests
 } from "./s3-support.js"
@@ -75,7 +75,7 @@ const expectRejected = async (
 
 describe("credentials", () => {
   it("default chain: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY", async () => {
-    await expectSuccess("creds/default-chain/", { ...noAmbientCredentials(), ...envCredentials(server) })
+    await expectSuccess("creds/default-chain/", serverEnv(server))
   })
 
   it("access_key_env / secret_key_env name the variables to use (over AWS_ACCESS_KEY_ID)", async () => {
@@ -125,7 +125,7 @@ describe("credentials", () => {
   })
 
   it("a wrong secret is SignatureDoesNotMatch with the region hint, not retried", async () => {
-    const env = { ...noAmbientCredentials(), ...envCredentials(server), AWS_SECRET_ACCESS_KEY: "not-the-secret" }
+    const env = { ...serverEnv(server), AWS_SECRET_ACCESS_KEY: "not-the-secret" }
     const run = await runLogged(server, ["run", "-c", exportTo("creds/wrong-secret/")], env)
     await expectRejected("creds/wrong-secret/", run, {
       error: "(SignatureDoesNotMatch, HTTP 403)",
@@ -135,7 +135,7 @@ describe("credentials", () => {
   })
 
   it("an unknown access key id is InvalidAccessKeyId with its hint, not retried", async () => {
-    const env = { ...noAmbientCredentials(), ...envCredentials(server), AWS_ACCESS_KEY_ID: WRONG_KEY_ID }
+    const env = { ...serverEnv(server), AWS_ACCESS_KEY_ID: WRONG_KEY_ID }
     const run = await runLogged(server, ["run", "-c", exportTo("creds/unknown-key/")], env)
     await expectRejected("creds/unknown-key/", run, {
       error: "(InvalidAccessKeyId, HTTP 403)",
@@ -145,7 +145,7 @@ describe("credentials", () => {
   })
 
   it("access_key_env naming an unset variable fails before any request, naming the variable", async () => {
-    const env = { ...noAmbientCredentials(), ...envCredentials(server), RIVET_E2E_S3_SECRET: "x" }
+    const env = { ...serverEnv(server), RIVET_E2E_S3_SECRET: "x" }
     const extra = { access_key_env: "RIVET_E2E_UNSET_KEY", secret_key_env: "RIVET_E2E_S3_SECRET" }
     const run = await runLogged(server, ["run", "-c", exportTo("creds/unset/", extra)], env)
     await expectRejected("creds/unset/", run, {
@@ -158,7 +158,7 @@ describe("credentials", () => {
 })
 
 describe("permission and bucket errors", () => {
-  const env = () => ({ ...noAmbientCredentials(), ...envCredentials(server) })
+  const env = () => serverEnv(server)
   const ACCESS_HINT = "Check IAM policy. Rivet needs s3:PutObject and s3:GetBucketLocation."
 
   it("AccessDenied (on every request) is reported with the IAM hint, not retried", async () => {

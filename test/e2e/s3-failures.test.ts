@@ -4,13 +4,12 @@ import type { S3TestServer } from "../support/s3/server.js"
 import {
   configFile,
   countOf,
-  envCredentials,
   expectCommitted,
   interruptWhen,
   isolateAwsEnv,
-  noAmbientCredentials,
   runLogged,
   s3Destination,
+  serverEnv,
   startWithBucket,
   summaryRetries,
   writeRequests
@@ -25,7 +24,7 @@ let env: Record<string, string>
 beforeAll(async () => {
   isolateAwsEnv()
   server = await startWithBucket(BUCKET)
-  env = { ...noAmbientCredentials(), ...envCredentials(server) }
+  env = serverEnv(server)
 })
 afterAll(() => server?.stop())
 

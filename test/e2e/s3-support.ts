@@ -50,6 +50,12 @@ export const envCredentials = (server: S3TestServer): Record<string, string> => 
   AWS_SECRET_ACCESS_KEY: server.credentials.secretAccessKey
 })
 
+/** The environment a CLI run needs to reach `server` with its valid key pair, and nothing ambient. */
+export const serverEnv = (server: S3TestServer): Record<string, string> => ({
+  ...noAmbientCredentials(),
+  ...envCredentials(server)
+})
+
 /** A config file (JSON is YAML) reading from the test PostgreSQL. */
 export const configFile = (exports: ReadonlyArray<ExportSpec>): string =>
   writeConfig(JSON.stringify({ source: { type: "postgres", url: testPgUrl() }, exports }, null, 2))

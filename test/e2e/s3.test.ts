@@ -8,12 +8,11 @@ import {
   arrayBufferOf,
   configFile,
   countOf,
-  envCredentials,
   expectCommitted,
   isolateAwsEnv,
-  noAmbientCredentials,
   runLogged,
   s3Destination,
+  serverEnv,
   startWithBucket,
   writeRequests
 } from "./s3-support.js"
@@ -105,7 +104,7 @@ beforeAll(async () => {
   const sql = postgres(testPgUrl(), { max: 1, onnotice: () => {} })
   await sql.unsafe(CREATE_TABLE).finally(() => sql.end())
   server = await startWithBucket(BUCKET)
-  env = { ...noAmbientCredentials(), ...envCredentials(server) }
+  env = serverEnv(server)
 })
 
 afterAll(async () => {
