@@ -1,0 +1,160 @@
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as fs from "node:fs"
+import { validateConfigFile } from "../../registry/load-config.js"
+import { ConfigError, type RivetError } from "../../runtime/errors.js"
+import { stateLayerAt, stateLocationFor, type StateLocation } from "../../state/layer.js"
+import { StateStore } from "../../state/store.js"
+import { ExitCode, printErrors, worstExitCode } from "../exit.js"
+import { filesJson, renderFiles, renderReset, renderSummaries, summariesJson } from "../state-render.js"
+import { configOption } from "./run.js"
+
+/** What every `rivet state` subcommand works on: the config's exports (or the one named) and where their state is. */
+interface StateScope {
+  readonly config: string
+  readonly exportNames: ReadonlyArray<string>
+  readonly location: StateLocation
+  /** False when the SQLite file does not exist yet: reading commands then print "nothing yet" without creating it. */
+  readonly exists: boolean
+}
+
+const scopeOf = (config: string, only: Option.Option<string>): Effect.Effect<StateScope, ReadonlyArray<RivetError>> =>
+  Effect.gen(function* () {
+    const loaded = yield* validateConfigFile(config)
+    if (Either.isLeft(loaded)) return yield* Effect.fail(loaded.left)
+    const known = loaded.right.exports.map((spec) => spec.name)
+    if (Option.isSome(only) && !known.includes(only.value)) {
+      return yield* Effect.fail([
+        new ConfigError({
+          path: "--export",
+          message: `no export named '${only.value}' in ${config}; its exports are: ${known.join(", ")}`,
+          hint: "pass one of the names listed under `exports:` in the config"
+        })
+      ])
+    }
+    const location = yield* stateLocationFor({ configDir: loaded.right.configDir, env: process.env }).pipe(
+      Effect.mapError((error) => [error])
+    )
+    const exists = location._tag === "postgres" || (yield* Effect.sync(() => fs.existsSync(location.path)))
+    return { config, exportNames: Option.isSome(only) ? [only.value] : known, location, exists }
+  })
+
+const out = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
+const printJson = (value: unknown) => out(JSON.stringify(value, null, 2))
+
+/** Runs a subcommand: errors go to stderr with the usual exit code, the store is opened only when asked for. */
+const runState = <R>(body: Effect.Effect<void, RivetError | ReadonlyArray<RivetError>, R>) =>
+  body.pipe(
+    Effect.as(new ExitCode(0)),
+    Effect.catchAll((failure) => {
+      const errors = Array.isArray(failure) ? (failure as ReadonlyArray<RivetError>) : [failure as RivetError]
+      return Effect.as(printErrors(errors), new ExitCode(worstExitCode(errors)))
+    })
+  )
+
+const withStore = <A, E>(scope: StateScope, use: Effect.Effect<A, E, StateStore>) =>
+  Effect.provide(use, stateLayerAt(scope.location))
+
+const exportFilter = Options.text("export").pipe(
+  Options.withAlias("e"),
+  Options.optional,
+  Options.withDescription("Only this export. Default: every export in the config.")
+)
+const jsonOption = Options.boolean("json").pipe(Options.withDescription("Print JSON on stdout ([] when empty)."))
+
+const showCommand = Command.make(
+  "show",
+  { config: configOption, exportName: exportFilter, json: jsonOption },
+  ({ config, exportName, json }) =>
+    runState(
+      Effect.gen(function* () {
+        const scope = yield* scopeOf(config, exportName)
+        const all = scope.exists ? yield* withStore(scope, Effect.flatMap(StateStore, (store) => store.exports)) : []
+        const byName = new Map(all.map((summary) => [summary.exportName, summary]))
+        const summaries = scope.exportNames.flatMap((name) => byName.get(name) ?? [])
+        if (json) return yield* printJson(summariesJson(summaries))
+        yield* summaries.length === 0
+          ? out(`No state recorded yet for ${config}. Run \`rivet run -c ${config}\` first.`)
+          : out(renderSummaries(summaries))
+      })
+    )
+).pipe(
+  Command.withDescription(
+    "Show each export's incremental cursor and last run.\n\nExample:\n  rivet state show -c export.yaml\n  rivet state show -c export.yaml -e orders --json"
+  )
+)
+
+const limitOption = Options.integer("limit").pipe(
+  Options.withDefault(50),
+  Options.withDescription("How many files to list, newest first.")
+)
+
+const filesCommand = Command.make(
+  "files",
+  { config: configOption, exportName: exportFilter, json: jsonOption, limit: limitOption },
+  ({ config, exportName, json, limit }) =>
+    runState(
+      Effect.gen(function* () {
+        if (limit < 1) {
+          return yield* new ConfigError({ path: "--limit", message: `must be at least 1 (got ${limit})`, hint: "e.g. --limit 100" })
+        }
+        const scope = yield* scopeOf(config, exportName)
+        const perExport = scope.exists
+          ? yield* withStore(
+              scope,
+              Effect.flatMap(StateStore, (store) => Effect.forEach(scope.exportNames, (name) => store.files(name, limit)))
+            )
+          : []
+        // Newest first across the config's exports (ISO-8601 UTC strings order like the times they name).
+        const parts = perExport
+          .flat()
+          .sort((a, b) => (a.committedAt < b.committedAt ? 1 : a.committedAt > b.committedAt ? -1 : 0))
+          .slice(0, limit)
+        if (json) return yield* printJson(filesJson(parts))
+        yield* parts.length === 0 ? out("No files recorded yet.") : out(renderFiles(parts))
+      })
+    )
+).pipe(
+  Command.withDescription(
+    "List the files recorded by past runs, newest first.\n\nExample:\n  rivet state files -c export.yaml\n  rivet state files -c export.yaml -e orders --limit 10"
+  )
+)
+
+const resetCommand = Command.make(
+  "reset",
+  {
+    config: configOption,
+    exportName: Options.text("export").pipe(
+      Options.withAlias("e"),
+      Options.withDescription("The export whose state to forget (required).")
+    )
+  },
+  ({ config, exportName }) =>
+    runState(
+      Effect.gen(function* () {
+        const scope = yield* scopeOf(config, Option.some(exportName))
+        // Nothing to reset in a state file that does not exist yet; do not create one just to say so.
+        const result = scope.exists
+          ? yield* withStore(scope, Effect.flatMap(StateStore, (store) => store.reset(exportName)))
+          : { cursor: false, abandonedRuns: 0 }
+        yield* out(renderReset(exportName, result))
+      })
+    )
+).pipe(
+  Command.withDescription(
+    "Forget an export's cursor and schema baseline and abandon its unfinished checkpointed runs: the next run starts " +
+      "from scratch. The journal of past runs and files is kept.\n\nExample:\n  rivet state reset -c export.yaml -e orders"
+  )
+)
+
+/** `rivet state show|files|reset -c export.yaml` — what Rivet remembers between runs. */
+export const stateCommand = Command.make("state").pipe(
+  Command.withDescription(
+    "Inspect or reset what Rivet remembers between runs (cursors, runs, files). The state lives in .rivet_state.db " +
+      "beside the config, or in PostgreSQL when RIVET_STATE_URL is set.\n\nExample:\n  rivet state show -c export.yaml"
+  ),
+  Command.withSubcommands([showCommand, filesCommand, resetCommand])
+)

@@ -1,0 +1,61 @@
+import type { CommittedPart, ExportSummary, RunRecord } from "../state/store.js"
+import { formatCount } from "./render.js"
+import { renderTable } from "./table.js"
+
+/** What `rivet state show|files` print: aligned tables for people, snake_case JSON (as in manifests) for programs. */
+
+const runJson = (run: RunRecord) => ({
+  run_id: run.runId,
+  mode: run.mode,
+  status: run.status,
+  started_at: run.startedAt,
+  finished_at: run.finishedAt ?? null,
+  rows: run.rows,
+  parts: run.parts,
+  bytes: run.bytes,
+  error: run.error ?? null,
+  checkpointed: run.checkpointed
+})
+
+export const summariesJson = (summaries: ReadonlyArray<ExportSummary>) =>
+  summaries.map((summary) => ({
+    export_name: summary.exportName,
+    cursor: summary.cursor ? { column: summary.cursor.column, value: summary.cursor.value, type: summary.cursor.type } : null,
+    last_run: summary.lastRun ? runJson(summary.lastRun) : null
+  }))
+
+export const filesJson = (parts: ReadonlyArray<CommittedPart>) =>
+  parts.map((part) => ({
+    run_id: part.runId,
+    export_name: part.exportName,
+    unit: part.unit ?? null,
+    path: part.path,
+    rows: part.rows,
+    size_bytes: part.size_bytes,
+    content_fingerprint: part.content_fingerprint,
+    committed_at: part.committedAt
+  }))
+
+const NONE = "-"
+
+export const renderSummaries = (summaries: ReadonlyArray<ExportSummary>): string =>
+  renderTable(
+    ["EXPORT", "CURSOR", "LAST RUN", "STATUS", "ROWS"],
+    summaries.map(({ exportName, cursor, lastRun }) => [
+      exportName,
+      cursor ? `${cursor.column} > ${cursor.value}` : NONE,
+      lastRun?.startedAt ?? NONE,
+      lastRun?.status ?? NONE,
+      lastRun ? formatCount(lastRun.rows) : NONE
+    ])
+  )
+
+export const renderFiles = (parts: ReadonlyArray<CommittedPart>): string =>
+  renderTable(
+    ["RUN ID", "FILE", "ROWS", "BYTES", "COMMITTED"],
+    parts.map((part) => [part.runId, part.path, formatCount(part.rows), formatCount(part.size_bytes), part.committedAt])
+  )
+
+export const renderReset = (exportName: string, result: { readonly cursor: boolean; readonly abandonedRuns: number }) =>
+  `State reset for export '${exportName}': ${result.cursor ? "cursor cleared" : "no cursor was set"}, ` +
+  `${result.abandonedRuns} unfinished run(s) abandoned.`

@@ -1,0 +1,102 @@
+import type * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
+import postgres from "postgres"
+import { describeCause, StateError } from "../runtime/errors.js"
+import { hasPostgresScheme, makeScrubber, maskUrl } from "../sources/postgres/url.js"
+import { migrate } from "./migrations.js"
+import type { SqlBackend, SqlExecutor, SqlRow } from "./sql.js"
+import { makeSqlStore } from "./sql-store.js"
+import { StateStore } from "./store.js"
+
+const CONNECT_TIMEOUT_S = 10
+const END_TIMEOUT_S = 5
+// Any constant works: it only has to be the same for every Rivet that migrates this database.
+const MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(5253454154)"
+
+const HINT =
+  "check RIVET_STATE_URL: the server must answer, the database must exist and the user must be allowed to create " +
+  "tables in its default schema (add ?search_path=<schema> to the URL to use another schema)"
+
+/** `?` placeholders (the portable spelling the shared queries use) → PostgreSQL's `$1, $2, …`. */
+const numbered = (sql: string): string => {
+  let n = 0
+  return sql.replace(/\?/g, () => `$${++n}`)
+}
+
+/** A failure inside a transaction body, carried through postgres.js so `begin` rolls back, then re-raised. */
+class Rollback {
+  constructor(readonly cause: Cause.Cause<StateError>) {}
+}
+
+/**
+ * The state store in PostgreSQL (`RIVET_STATE_URL`): the same tables as the SQLite file, created on first connect
+ * in the URL's default schema. Messages show the URL with its password masked, never the password.
+ */
+export const postgresStateLayer = (url: string): Layer.Layer<StateStore, StateError> =>
+  Layer.scoped(
+    StateStore,
+    Effect.gen(function* () {
+      const location = hasPostgresScheme(url) ? maskUrl(url) : "(invalid PostgreSQL URL)"
+      if (!hasPostgresScheme(url)) {
+        return yield* new StateError({
+          message: "the state URL must start with postgres:// or postgresql://",
+          hint: "use a URL such as postgres://user:password@host:5432/database"
+        })
+      }
+      const scrub = makeScrubber(url)
+      const toStateError = (cause: unknown) =>
+        new StateError({ message: scrub(`state database ${location}: ${describeCause(cause)}`), hint: HINT })
+
+      const sql = yield* Effect.acquireRelease(
+        Effect.try({
+          try: () =>
+            postgres(url, {
+              max: 2,
+              connect_timeout: CONNECT_TIMEOUT_S,
+              fetch_types: false,
+              onnotice: () => {},
+              connection: { application_name: "rivet-state" }
+            }),
+          catch: toStateError
+        }),
+        (sql) => Effect.promise(() => sql.end({ timeout: END_TIMEOUT_S }).catch(() => undefined))
+      )
+
+      const executorOf = (client: postgres.Sql | postgres.TransactionSql): SqlExecutor => ({
+        all: (text, params) =>
+          Effect.tryPromise({
+            try: async (): Promise<ReadonlyArray<SqlRow>> => [...(await client.unsafe(numbered(text), [...(params ?? [])]))],
+            catch: toStateError
+          }),
+        run: (text, params) =>
+          Effect.tryPromise({
+            try: async () => (await client.unsafe(numbered(text), [...(params ?? [])])).count,
+            catch: toStateError
+          })
+      })
+
+      const transaction = <A>(body: (tx: SqlExecutor) => Effect.Effect<A, StateError>) =>
+        Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+          Effect.tryPromise({
+            // The body runs as its own fiber inside postgres.js's callback; a failure rejects it, which rolls back.
+            try: () =>
+              sql.begin(async (tx) => {
+                const exit = await Runtime.runPromiseExit(runtime)(body(executorOf(tx)))
+                if (Exit.isFailure(exit)) throw new Rollback(exit.cause)
+                return { value: exit.value }
+              }),
+            catch: (cause) => (cause instanceof Rollback ? cause : toStateError(cause))
+          }).pipe(
+            Effect.map((box) => box.value),
+            Effect.catchAll((error) => (error instanceof Rollback ? Effect.failCause(error.cause) : Effect.fail(error)))
+          )
+        )
+
+      const backend: SqlBackend = { location, ...executorOf(sql), transaction, migrationLock: MIGRATION_LOCK }
+      yield* migrate(backend)
+      return makeSqlStore(backend)
+    })
+  )

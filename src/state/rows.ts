@@ -1,0 +1,51 @@
+import { int, optText, text, type SqlRow } from "./sql.js"
+import type { CommittedPart, CursorState, RunRecord, RunStatus, UnitRecord } from "./store.js"
+
+/** Column lists and row → record mappers shared by the store's queries. */
+
+export const RUN_COLUMNS =
+  "run_id, export_name, mode, started_at, finished_at, status, row_count, part_count, byte_count, error, checkpointed, plan_fingerprint"
+export const PART_COLUMNS = "run_id, export_name, unit, path, row_count, size_bytes, fingerprint, committed_at"
+/** Runs that `rivet run --resume` may continue (and that `reset` abandons). */
+export const UNFINISHED = "checkpointed = 1 AND status IN ('running', 'failed', 'interrupted')"
+export const NEWEST_RUN_FIRST = "started_at DESC, run_id DESC"
+
+export const toRun = (row: SqlRow): RunRecord => ({
+  runId: text(row["run_id"]),
+  exportName: text(row["export_name"]),
+  mode: text(row["mode"]),
+  startedAt: text(row["started_at"]),
+  finishedAt: optText(row["finished_at"]),
+  status: text(row["status"]) as RunStatus,
+  rows: int(row["row_count"]),
+  parts: int(row["part_count"]),
+  bytes: int(row["byte_count"]),
+  error: optText(row["error"]),
+  checkpointed: int(row["checkpointed"]) === 1,
+  planFingerprint: optText(row["plan_fingerprint"])
+})
+
+export const toPart = (row: SqlRow): CommittedPart => ({
+  runId: text(row["run_id"]),
+  exportName: text(row["export_name"]),
+  unit: row["unit"] === null || row["unit"] === undefined ? undefined : int(row["unit"]),
+  path: text(row["path"]),
+  rows: int(row["row_count"]),
+  size_bytes: int(row["size_bytes"]),
+  content_fingerprint: text(row["fingerprint"]),
+  committedAt: text(row["committed_at"])
+})
+
+export const toUnit = (row: SqlRow): UnitRecord => ({
+  index: int(row["idx"]),
+  spec: text(row["spec"]),
+  status: text(row["status"]) === "done" ? "done" : "pending",
+  rows: int(row["row_count"]),
+  lastKey: optText(row["last_key"])
+})
+
+export const toCursor = (row: SqlRow): CursorState => ({
+  column: text(row["column_name"]),
+  value: text(row["value"]),
+  type: text(row["value_type"])
+})

@@ -1,0 +1,137 @@
+import Database from "better-sqlite3"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describeCause, StateError } from "../runtime/errors.js"
+import { migrate } from "./migrations.js"
+import type { SqlBackend, SqlExecutor, SqlRow, SqlValue } from "./sql.js"
+import { makeSqlStore } from "./sql-store.js"
+import { StateStore } from "./store.js"
+
+const BUSY_TIMEOUT_MS = 5000
+const MEMORY = ":memory:"
+
+const READ_ONLY_HINT =
+  "Rivet keeps its state in a SQLite file beside the config, so that directory must be writable; on a read-only " +
+  "mount (e.g. a Kubernetes ConfigMap) set RIVET_STATE_URL=postgres://… to keep the state in PostgreSQL instead"
+
+const codeOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+
+class MissingDirectory {
+  constructor(readonly dir: string) {}
+}
+
+/** Maps a better-sqlite3 (or file system) failure to a StateError naming the file, with what to do about it. */
+const toStateError = (file: string, cause: unknown): StateError => {
+  if (cause instanceof MissingDirectory) {
+    return new StateError({
+      message: `cannot create the state file ${file}: the directory ${cause.dir} does not exist`,
+      hint: "create the directory first, or keep the state in PostgreSQL with RIVET_STATE_URL=postgres://…"
+    })
+  }
+  const code = codeOf(cause)
+  const reason = describeCause(cause)
+  if (/^SQLITE_(CANTOPEN|READONLY|PERM)/.test(code) || ["EACCES", "EPERM", "EROFS"].includes(code)) {
+    return new StateError({
+      message: `cannot write the state file ${file}: the file or its directory is not writable (${reason})`,
+      hint: READ_ONLY_HINT
+    })
+  }
+  if (/^SQLITE_(BUSY|LOCKED)/.test(code)) {
+    return new StateError({
+      message: `the state file ${file} stayed locked by another process for ${BUSY_TIMEOUT_MS / 1000} s (${reason})`,
+      hint: "another rivet process is writing its state; run again once it has finished"
+    })
+  }
+  if (/^SQLITE_(CORRUPT|NOTADB)/.test(code)) {
+    return new StateError({
+      message: `${file} is not a readable Rivet state database (${reason})`,
+      hint: "move the file aside to start with fresh state (cursors and checkpoints restart from scratch)"
+    })
+  }
+  return new StateError({ message: `state file ${file}: ${reason}`, hint: READ_ONLY_HINT })
+}
+
+/** Opens (creating when absent) the database file, with the checks that give a clear message on read-only mounts. */
+const openDatabase = (file: string): Effect.Effect<Database.Database, StateError> =>
+  Effect.try({
+    try: () => {
+      if (file !== MEMORY && !fs.existsSync(file)) {
+        const dir = path.dirname(path.resolve(file))
+        if (!fs.existsSync(dir)) throw new MissingDirectory(dir)
+        fs.accessSync(dir, fs.constants.W_OK)
+      }
+      const db = new Database(file, { timeout: BUSY_TIMEOUT_MS })
+      try {
+        db.pragma("journal_mode = WAL")
+        db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+        db.pragma("foreign_keys = ON")
+      } catch (cause) {
+        db.close()
+        throw cause
+      }
+      return db
+    },
+    catch: (cause) => toStateError(file, cause)
+  })
+
+const toParams = (params: ReadonlyArray<SqlValue> | undefined): Array<SqlValue> => (params ? [...params] : [])
+
+/**
+ * better-sqlite3 is synchronous and one connection serves every fiber, so a semaphore keeps one fiber's
+ * transaction from taking in another fiber's statements.
+ */
+const makeBackend = (db: Database.Database, file: string): Effect.Effect<SqlBackend> =>
+  Effect.map(Effect.makeSemaphore(1), (lock) => {
+    const executor: SqlExecutor = {
+      all: (sql, params) =>
+        Effect.try({
+          try: () => db.prepare(sql).all(...toParams(params)) as ReadonlyArray<SqlRow>,
+          catch: (cause) => toStateError(file, cause)
+        }),
+      run: (sql, params) =>
+        Effect.try({
+          try: () => db.prepare(sql).run(...toParams(params)).changes,
+          catch: (cause) => toStateError(file, cause)
+        })
+    }
+    const exec = (sql: string) => executor.run(sql)
+    const transaction = <A>(body: (tx: SqlExecutor) => Effect.Effect<A, StateError>) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function* () {
+          // IMMEDIATE takes the write lock up front: a deferred transaction upgrading later can fail with BUSY.
+          yield* exec("BEGIN IMMEDIATE")
+          const exit = yield* Effect.exit(restore(body(executor)))
+          if (Exit.isFailure(exit)) {
+            yield* Effect.ignore(exec("ROLLBACK"))
+            return yield* exit
+          }
+          yield* exec("COMMIT").pipe(Effect.tapError(() => Effect.ignore(exec("ROLLBACK"))))
+          return exit.value
+        })
+      ).pipe(lock.withPermits(1))
+    return {
+      location: file,
+      all: (sql, params) => lock.withPermits(1)(executor.all(sql, params)),
+      run: (sql, params) => lock.withPermits(1)(executor.run(sql, params)),
+      transaction
+    }
+  })
+
+/**
+ * The state store in a SQLite file (created on first use, WAL mode) or in memory (`":memory:"`, for tests and
+ * programs that keep no state). The database closes when the layer's scope closes.
+ */
+export const sqliteStateLayer = (file: string): Layer.Layer<StateStore, StateError> =>
+  Layer.scoped(
+    StateStore,
+    Effect.gen(function* () {
+      const db = yield* Effect.acquireRelease(openDatabase(file), (db) => Effect.sync(() => db.close()))
+      const backend = yield* makeBackend(db, file)
+      yield* migrate(backend)
+      return makeSqlStore(backend)
+    })
+  )

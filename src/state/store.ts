@@ -1,0 +1,155 @@
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { StateError } from "../runtime/errors.js"
+import type { PartRecord } from "../runtime/manifest.js"
+
+/**
+ * What Rivet remembers between runs, per export: the incremental cursor, a journal of runs, the parts each run
+ * committed, the chunk/page plan of checkpointed runs and the schema baseline. Two backends keep the same tables:
+ * a SQLite file beside the config (default) and PostgreSQL when `RIVET_STATE_URL` is set.
+ *
+ * Every method that changes several rows does so in one transaction, so a crash leaves either the old or the new
+ * state, never a mix.
+ */
+
+/** An incremental export's position: rows with `column` greater than `value` are new. */
+export interface CursorState {
+  readonly column: string
+  /** The last exported value, as source text (e.g. `2026-12-01T10:00:00.000000Z`, `41234`). */
+  readonly value: string
+  /** Its logical type, spelled as in manifests (`timestamptz`, `int64`). */
+  readonly type: string
+}
+
+export type RunStatus = "running" | "success" | "failed" | "skipped" | "interrupted" | "abandoned"
+
+export interface RunRecord {
+  readonly runId: string
+  readonly exportName: string
+  readonly mode: string
+  /** ISO-8601 UTC. */
+  readonly startedAt: string
+  readonly finishedAt?: string | undefined
+  readonly status: RunStatus
+  readonly rows: number
+  readonly parts: number
+  readonly bytes: number
+  readonly error?: string | undefined
+  /** True when the run records each chunk/page as it commits, so `rivet run --resume` can continue it. */
+  readonly checkpointed: boolean
+  /** Identifies a checkpointed run's plan (query, key, sizes, format, destination); a resume must match it. */
+  readonly planFingerprint?: string | undefined
+}
+
+/** One chunk (chunked mode) or page (keyset mode) of a checkpointed run. */
+export interface UnitRecord {
+  readonly index: number
+  /** The unit's bounds as JSON text; opaque to the store. */
+  readonly spec: string
+  readonly status: "pending" | "done"
+  readonly rows: number
+  /** Keyset pages: the last key of the page as JSON text, where the next page starts. */
+  readonly lastKey?: string | undefined
+}
+
+/** A part some run committed, for `rivet state files` and for the manifest of a resumed run. */
+export interface CommittedPart extends PartRecord {
+  readonly runId: string
+  readonly exportName: string
+  /** The chunk/page the part belongs to; absent for single-runner modes. */
+  readonly unit?: number | undefined
+  /** ISO-8601 UTC. */
+  readonly committedAt: string
+}
+
+export interface RunOutcome {
+  readonly status: Exclude<RunStatus, "running">
+  readonly finishedAt: string
+  readonly rows: number
+  readonly parts: number
+  readonly bytes: number
+  readonly error?: string | undefined
+}
+
+/** What `rivet state show` prints per export. */
+export interface ExportSummary {
+  readonly exportName: string
+  readonly cursor?: CursorState | undefined
+  readonly lastRun?: RunRecord | undefined
+}
+
+export interface SchemaBaseline {
+  readonly fingerprint: string
+  /** `[{name, type}]` as JSON text. */
+  readonly columns: string
+  readonly updatedAt: string
+}
+
+export interface StateStoreShape {
+  /** Where the state lives, for messages: a file path or a URL with the password masked. */
+  readonly location: string
+
+  readonly cursor: (exportName: string) => Effect.Effect<Option.Option<CursorState>, StateError>
+
+  /** Journals a new run (status `running`). A second run with the same id is a StateError. */
+  readonly beginRun: (run: RunRecord) => Effect.Effect<void, StateError>
+  /** Sets a resumed run back to `running` (its units and parts are kept). */
+  readonly reopenRun: (runId: string) => Effect.Effect<void, StateError>
+  /**
+   * Ends a run in one transaction: its outcome, the parts not yet recorded by `commitUnit`, and — only when
+   * given — the export's new cursor.
+   */
+  readonly finishRun: (
+    runId: string,
+    outcome: RunOutcome,
+    extra?: {
+      readonly parts?: ReadonlyArray<PartRecord> | undefined
+      readonly cursor?: CursorState | undefined
+    }
+  ) => Effect.Effect<void, StateError>
+  readonly run: (runId: string) => Effect.Effect<Option.Option<RunRecord>, StateError>
+  /** The newest checkpointed run of an export that did not succeed and was not abandoned or skipped. */
+  readonly unfinishedRun: (exportName: string) => Effect.Effect<Option.Option<RunRecord>, StateError>
+
+  /** Stores a checkpointed run's planned units (all `pending`). */
+  readonly savePlan: (runId: string, units: ReadonlyArray<UnitRecord>) => Effect.Effect<void, StateError>
+  /** The run's units, by index. */
+  readonly units: (runId: string) => Effect.Effect<ReadonlyArray<UnitRecord>, StateError>
+  /**
+   * Marks a unit done together with its parts, in one transaction. Inserts the unit if the plan did not have it
+   * (keyset pages are discovered one by one); a unit committed twice keeps the second commit's parts only.
+   */
+  readonly commitUnit: (
+    runId: string,
+    unit: UnitRecord,
+    parts: ReadonlyArray<PartRecord>
+  ) => Effect.Effect<void, StateError>
+  /** Parts recorded for a run: those of done units (in unit, then part order) and those given to `finishRun`. */
+  readonly parts: (runId: string) => Effect.Effect<ReadonlyArray<CommittedPart>, StateError>
+
+  /** Newest first; all exports when `exportName` is absent. */
+  readonly runs: (exportName: string | undefined, limit: number) => Effect.Effect<ReadonlyArray<RunRecord>, StateError>
+  /** Newest first; all exports when `exportName` is absent. */
+  readonly files: (
+    exportName: string | undefined,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<CommittedPart>, StateError>
+  /** One entry per export that has a cursor or a run, by name. */
+  readonly exports: Effect.Effect<ReadonlyArray<ExportSummary>, StateError>
+  /**
+   * Forgets an export's cursor and schema baseline and marks its unfinished runs `abandoned` (the journal and
+   * file records stay). Returns what was cleared.
+   */
+  readonly reset: (
+    exportName: string
+  ) => Effect.Effect<{ readonly cursor: boolean; readonly abandonedRuns: number }, StateError>
+
+  readonly schemaBaseline: (exportName: string) => Effect.Effect<Option.Option<SchemaBaseline>, StateError>
+  readonly setSchemaBaseline: (exportName: string, baseline: SchemaBaseline) => Effect.Effect<void, StateError>
+}
+
+export class StateStore extends Context.Tag("rivet/StateStore")<StateStore, StateStoreShape>() {}
+
+/** The SQLite file's name, created in the config file's directory. */
+export const STATE_FILE_NAME = ".rivet_state.db"
