@@ -8,20 +8,26 @@ import type { PluginContext, SourceDriverShape, SourceQuery } from "../../runtim
 import type { PostgresConfig } from "./config.js"
 import { startEmbedded } from "./embedded.js"
 import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
-import { openResult, type SessionSettings } from "./result.js"
+import { estimateQueryRows } from "./estimate.js"
+import { describeQuery, queryBounds } from "./inspect.js"
+import { openResult } from "./result.js"
+import type { SessionSettings } from "./session.js"
+import { queryProblem, renderForDisplay } from "./statement.js"
 import { hasPostgresScheme, makeScrubber, maskUrl } from "./url.js"
 
 // Every OID postgres.js parses by default (types.js: bool, bytea, int2/4, oid, float4/8, json/jsonb, date,
 // timestamp, timestamptz). An entry without `parse` removes those parsers, so each value reaches us as PostgreSQL's
-// text without a per-value call; the decoders in decode.ts convert it losslessly. The cast is needed because
-// postgres.js' types declare `parse` and `serialize` mandatory; leaving `serialize` out keeps its parameter
-// serializers unchanged.
+// text without a per-value call; the decoders in decode.ts convert it losslessly. The identity `serialize` matters
+// for filter values: they are sent untyped, the server reports the column's type, and postgres.js would otherwise
+// run its serializer for that type on our text (through JS `Date` for timestamps, JSON.stringify for json, `'f'` for
+// any bool that is not `true`). The cast is needed because postgres.js' types declare `parse` mandatory.
 const RAW_TEXT = {
   to: 25,
-  from: [16, 17, 21, 23, 26, 114, 700, 701, 1082, 1114, 1184, 3802]
+  from: [16, 17, 21, 23, 26, 114, 700, 701, 1082, 1114, 1184, 3802],
+  serialize: (value: unknown) => String(value)
 } as unknown as postgres.PostgresType<string>
 
-/** Connections per source: one per export read at a time, plus `check`. */
+/** Connections per source at least: one per export read at a time, plus `check` and planning queries. */
 const MAX_CONNECTIONS = 4
 
 /** Seconds `sql.end` waits for running queries when the source closes, before it terminates connections. */
@@ -70,7 +76,7 @@ export const makePostgresDriver = (
       Effect.try({
         try: () =>
           postgres(url, {
-            max: MAX_CONNECTIONS,
+            max: Math.max(MAX_CONNECTIONS, (context.concurrency ?? 1) + 2),
             prepare: false,
             fetch_types: false,
             onnotice: () => {},
@@ -99,13 +105,27 @@ export const makePostgresDriver = (
       catch: (cause) => fromPostgres(cause, errors, "connecting")
     }).pipe(Effect.asVoid, Effect.withSpan("PostgresSource.check"))
 
+    const queryContext = (query: SourceQuery): Effect.Effect<ErrorContext, SourceError> => {
+      const context: ErrorContext = { ...errors, exportName: query.exportName, table: query.table }
+      const problem = queryProblem(query)
+      return problem === undefined ? Effect.succeed(context) : Effect.fail(sourceError(context, problem))
+    }
+
     const open = Effect.fn("PostgresSource.open")(function* (query: SourceQuery) {
-      return yield* openResult(pool, query, settings, {
-        ...errors,
-        exportName: query.exportName,
-        table: query.table
-      })
+      return yield* openResult(pool, query, settings, yield* queryContext(query))
     })
 
-    return { label: "Postgres", displayUrl, check, open }
+    const describe = Effect.fn("PostgresSource.describe")(function* (query: SourceQuery) {
+      return yield* describeQuery(pool, query, settings, yield* queryContext(query))
+    })
+
+    const bounds = Effect.fn("PostgresSource.bounds")(function* (query: SourceQuery, column: string) {
+      return yield* queryBounds(pool, query, column, settings, yield* queryContext(query))
+    })
+
+    const estimateRows = Effect.fn("PostgresSource.estimateRows")(function* (query: SourceQuery) {
+      return yield* estimateQueryRows(pool, query, settings, yield* queryContext(query))
+    })
+
+    return { label: "Postgres", displayUrl, check, open, describe, bounds, render: renderForDisplay, estimateRows }
   })

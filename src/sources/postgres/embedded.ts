@@ -7,6 +7,7 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { describeCause, type SourceError } from "../../runtime/errors.js"
 import { seedDemoIfAbsent } from "./demo-seed.js"
+import { recordOwner, serverOfThisProcess } from "./embedded-owner.js"
 import type { Host, Outcome } from "./embedded-host.js"
 import { attempt, embeddedFailure as failure, exists, launch, prepareHost } from "./embedded-host.js"
 
@@ -19,6 +20,7 @@ import { attempt, embeddedFailure as failure, exists, launch, prepareHost } from
  *   pg<major>/           the cluster (PGDATA); binaries of a new major version initialise a new one
  *   superuser-password   the random password of the `postgres` role (empty for a `trust` cluster)
  *   lib/                 library links, only when the binaries were installed without their install script
+ *   server-owner.json    PID and port of the process running the server, while it runs (embedded-owner.ts)
  *   .init-<random>/      a cluster being initialised, renamed into place when complete
  */
 
@@ -191,38 +193,41 @@ const runServer = (cluster: Cluster, port: number) =>
 /**
  * Starts an embedded PostgreSQL in the current scope: initialises the cluster in `dataDir` on first use (reused
  * afterwards), clears a stale lock left by a killed run, and stops the server when the scope closes — on success,
- * failure or interruption. When Rivet runs as root, the server runs as `osUser` (default `postgres`).
+ * failure or interruption. When Rivet runs as root, the server runs as `osUser` (default `postgres`). A worker
+ * thread of the process that already runs the server on `dataDir` gets that server instead (embedded-owner.ts).
  */
 export const startEmbeddedServer = Effect.fn("EmbeddedPostgres.start")(function* (options: EmbeddedServerOptions) {
   const dataDir = path.resolve(options.dataDir)
+  const passwordFile = path.join(dataDir, PASSWORD_FILE)
+  const readPassword = (pgDir: string) =>
+    attempt(
+      `Cannot read the cluster password ${passwordFile}`,
+      async () => (await fs.readFile(passwordFile, "utf8")).trim(),
+      `The cluster in ${pgDir} was not created by Rivet or lost its password file; delete ${dataDir} to re-create it.`
+    )
+  const serverOn = (password: string, port: number, version: string): EmbeddedServer => {
+    const credentials = password === "" ? SUPERUSER : `${SUPERUSER}:${encodeURIComponent(password)}`
+    return { url: `postgres://${credentials}@127.0.0.1:${port}/${DATABASE}`, port, version }
+  }
+  const shared = yield* serverOfThisProcess(dataDir)
+  if (shared !== undefined) return serverOn(yield* readPassword(dataDir), shared.port, shared.version)
+
   const host = yield* prepareHost(dataDir, options.osUser ?? "postgres")
   const pgDir = path.join(dataDir, `pg${host.version.split(".")[0] ?? ""}`)
   const cluster: Cluster = { host, pgDir, ephemeral: options.ephemeral === true, trust: options.trust === true }
 
-  const passwordFile = path.join(dataDir, PASSWORD_FILE)
   const initialised = yield* Effect.promise(() => exists(path.join(pgDir, "PG_VERSION")))
   if (!initialised && (yield* Effect.promise(() => exists(pgDir)))) {
     return yield* failure(`${pgDir} exists but is not a PostgreSQL cluster`, `Delete ${dataDir} to re-create it.`)
   }
-  const password = initialised
-    ? yield* attempt(
-        `Cannot read the cluster password ${passwordFile}`,
-        async () => (await fs.readFile(passwordFile, "utf8")).trim(),
-        `The cluster in ${pgDir} was not created by Rivet or lost its password file; delete ${dataDir} to re-create it.`
-      )
-    : yield* initialise(cluster, dataDir)
+  const password = initialised ? yield* readPassword(pgDir) : yield* initialise(cluster, dataDir)
 
   yield* clearStaleLock(pgDir)
   const port = options.port ?? (yield* freePort)
   yield* runServer(cluster, port)
+  yield* recordOwner(dataDir, port, host.version)
   yield* Effect.logDebug(`Embedded PostgreSQL ${host.version} ready on 127.0.0.1:${port} (${dataDir})`)
-  const credentials = password === "" ? SUPERUSER : `${SUPERUSER}:${encodeURIComponent(password)}`
-  const server: EmbeddedServer = {
-    url: `postgres://${credentials}@127.0.0.1:${port}/${DATABASE}`,
-    port,
-    version: host.version
-  }
-  return server
+  return serverOn(password, port, host.version)
 })
 
 /**

@@ -10,64 +10,9 @@ import { attributeKey, type CatalogInfo, type DescribedColumn, loadCatalog } fro
 import { DecodeFailure } from "./decode.js"
 import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
 import { decodeColumns, type TextRows } from "./rows.js"
+import { attempt, openSession, type SessionSettings } from "./session.js"
+import { renderStatement, type Statement } from "./statement.js"
 import { type ColumnPlan, planColumn, type Problem, resolveShape } from "./types.js"
-
-/** Per-transaction settings of an export's snapshot. */
-export interface SessionSettings {
-  readonly statementTimeoutMs: number
-  readonly lockTimeoutMs: number
-  readonly schema: string
-}
-
-const quoteIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`
-
-// The SET LOCALs repeat the connection's startup parameters on purpose: the decoders rely on these exact output
-// formats, and a `?options=` in the URL or ALTER ROLE … SET must not change them. One simple-protocol round trip.
-const settingsSql = (settings: SessionSettings): string =>
-  [
-    `SET LOCAL statement_timeout = ${settings.statementTimeoutMs}`,
-    `SET LOCAL lock_timeout = ${settings.lockTimeoutMs}`,
-    "SET LOCAL TimeZone = 'UTC'",
-    "SET LOCAL DateStyle = 'ISO'",
-    "SET LOCAL IntervalStyle = 'iso_8601'",
-    "SET LOCAL extra_float_digits = 3",
-    "SET LOCAL bytea_output = 'hex'",
-    `SET LOCAL search_path = ${settings.schema === "public" ? "public" : `${quoteIdent(settings.schema)}, public`}`
-  ].join("; ")
-
-interface Transaction {
-  readonly sql: postgres.TransactionSql
-  /** Ends the transaction (COMMIT, or ROLLBACK after an error: it is read-only either way) and frees its connection. */
-  readonly end: () => Promise<void>
-}
-
-// `sql.begin` rather than `sql.reserve()`: postgres.js 3.4.9 never resolves `reserve()` on a cold pool when
-// `fetch_types` is false (porsager/postgres#751, #1219). The callback's promise keeps the transaction open until
-// `end` is called, which lets the transaction live as long as the caller's scope.
-const beginTransaction = (pool: postgres.Sql): Promise<Transaction> =>
-  new Promise((resolve, reject) => {
-    let finish: () => void = () => {}
-    const finished = new Promise<void>((done) => {
-      finish = done
-    })
-    const outcome = pool.begin("isolation level repeatable read read only", (sql) => {
-      resolve({
-        sql,
-        end: async () => {
-          finish()
-          await outcome.then(
-            () => undefined,
-            () => undefined
-          )
-        }
-      })
-      return finished
-    })
-    outcome.then(() => reject(new Error("the transaction ended before it was used")), reject)
-  })
-
-const attempt = <A>(context: ErrorContext, doing: string, run: () => Promise<A>): Effect.Effect<A, SourceError> =>
-  Effect.tryPromise({ try: run, catch: (cause) => fromPostgres(cause, context, doing) })
 
 const problemsError = (context: ErrorContext, problems: ReadonlyArray<{ column: string; problem: Problem }>) =>
   sourceError(
@@ -107,6 +52,33 @@ const planColumns = (
   return problems.length > 0 ? Effect.fail(problemsError(context, problems)) : Effect.succeed(plans)
 }
 
+/** A query's result columns: described by the server, typed through the catalog and the export's overrides. */
+export interface PlannedColumns {
+  readonly plans: ReadonlyArray<ColumnPlan>
+  readonly schema: BatchSchema
+}
+
+/** Describes `statement` (without running it) and maps its columns exactly as `openResult` reads them. */
+export const planStatement = (
+  connection: postgres.TransactionSql,
+  query: SourceQuery,
+  statement: Statement,
+  context: ErrorContext
+): Effect.Effect<PlannedColumns, SourceError> =>
+  Effect.gen(function* () {
+    const described: ReadonlyArray<DescribedColumn> = (yield* attempt(context, "preparing the query", () =>
+      connection.unsafe(statement.text, [...statement.params]).describe()
+    )).columns
+    const catalog = yield* attempt(context, "reading column types from the catalog", () =>
+      loadCatalog(connection, described)
+    )
+    const plans = yield* planColumns(context, query, described, catalog)
+    const schema: BatchSchema = {
+      columns: plans.map((plan) => ({ name: plan.name, type: plan.type, sourceType: plan.sourceType }))
+    }
+    return { plans, schema }
+  })
+
 /**
  * Opens one export's result in the caller's scope: a read-only repeatable-read transaction on its own connection,
  * the described and catalog-mapped schema, then a server-side cursor read `batchSize` rows per pull. Closing the
@@ -119,22 +91,10 @@ export const openResult = (
   context: ErrorContext
 ): Effect.Effect<SourceResult, SourceError, Scope.Scope> =>
   Effect.gen(function* () {
-    const transaction = yield* Effect.acquireRelease(
-      attempt(context, "starting the read-only transaction", () => beginTransaction(pool)),
-      (started) => Effect.promise(started.end)
-    )
-    const connection = transaction.sql
-    yield* attempt(context, "configuring the session", () => connection.unsafe(settingsSql(settings)).simple())
-    const statement = yield* attempt(context, "preparing the query", () => connection.unsafe(query.sql).describe())
-    const described: ReadonlyArray<DescribedColumn> = statement.columns
-    const catalog = yield* attempt(context, "reading column types from the catalog", () =>
-      loadCatalog(connection, described)
-    )
-    const plans = yield* planColumns(context, query, described, catalog)
-    const schema: BatchSchema = {
-      columns: plans.map((plan) => ({ name: plan.name, type: plan.type, sourceType: plan.sourceType }))
-    }
-    const batches = yield* openCursor(connection, query, plans, schema, context)
+    const statement = renderStatement(query)
+    const connection = yield* openSession(pool, settings, context)
+    const { plans, schema } = yield* planStatement(connection, query, statement, context)
+    const batches = yield* openCursor(connection, statement, query.batchSize, plans, schema, context)
     return { schema, batches }
   })
 
@@ -154,15 +114,16 @@ const decodeBatch = (
 
 const openCursor = (
   connection: postgres.TransactionSql,
-  query: SourceQuery,
+  statement: Statement,
+  batchSize: number,
   plans: ReadonlyArray<ColumnPlan>,
   schema: BatchSchema,
   context: ErrorContext
 ): Effect.Effect<Stream.Stream<Batch, SourceError>, never, Scope.Scope> =>
   Effect.gen(function* () {
     // `.values()`: rows as arrays, so duplicate column names survive. `.cursor(n)`: n rows per Execute.
-    const pending = connection.unsafe(query.sql).values()
-    const iterator = pending.cursor(Math.max(1, query.batchSize))[Symbol.asyncIterator]()
+    const pending = connection.unsafe(statement.text, [...statement.params]).values()
+    const iterator = pending.cursor(Math.max(1, batchSize))[Symbol.asyncIterator]()
     let inFlight: Promise<unknown> | undefined
     let finished = false
     let closed = false

@@ -1,0 +1,96 @@
+import type { RowFilter, SourceQuery } from "../../runtime/plugin.js"
+
+/** A statement ready for the extended protocol: every value is a text parameter (`$1`, `$2`, …). */
+export interface Statement {
+  readonly text: string
+  readonly params: ReadonlyArray<string>
+}
+
+/** `"name"` with embedded quotes doubled. */
+export const quoteIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`
+
+/** `'value'` with embedded quotes doubled (standard_conforming_strings: backslashes are plain characters). */
+export const quoteLiteral = (value: string): string => `'${value.replace(/'/g, "''")}'`
+
+const isPlain = (query: SourceQuery): boolean =>
+  (query.where ?? []).length === 0 && (query.orderBy ?? []).length === 0 && query.limit === undefined
+
+// One trailing `;` would end the statement inside the parentheses; a trailing `-- comment` would swallow the
+// closing parenthesis, hence the newline before it.
+const stripTerminator = (sql: string): string => sql.trimEnd().replace(/;$/, "").trimEnd()
+
+const renderFilter = (filter: RowFilter, bind: (value: string) => string): string => {
+  switch (filter._tag) {
+    case "Between":
+      return `${quoteIdent(filter.column)} BETWEEN ${bind(filter.low)} AND ${bind(filter.high)}`
+    case "IsNull":
+      return `${quoteIdent(filter.column)} IS NULL`
+    case "AtLeast":
+      return `${quoteIdent(filter.column)} >= ${bind(filter.value)}`
+    case "AtMost":
+      return `${quoteIdent(filter.column)} <= ${bind(filter.value)}`
+    case "After": {
+      if (filter.columns.length === 1) return `${quoteIdent(filter.columns[0]!)} > ${bind(filter.values[0]!)}`
+      const columns = filter.columns.map(quoteIdent).join(", ")
+      const values = filter.values.map(bind).join(", ")
+      return `(${columns}) > (${values})`
+    }
+  }
+}
+
+const render = (query: SourceQuery, bind: (value: string) => string): string => {
+  if (isPlain(query)) return query.sql
+  const where = (query.where ?? []).map((filter) => renderFilter(filter, bind))
+  const orderBy = query.orderBy ?? []
+  return [
+    `SELECT * FROM (${stripTerminator(query.sql)}\n) AS _rivet`,
+    ...(where.length > 0 ? [`WHERE ${where.join(" AND ")}`] : []),
+    ...(orderBy.length > 0 ? [`ORDER BY ${orderBy.map(quoteIdent).join(", ")}`] : []),
+    ...(query.limit !== undefined ? [`LIMIT ${query.limit}`] : [])
+  ].join(" ")
+}
+
+/**
+ * The statement the source runs for a query: the base SQL unchanged when the query has no filters, order or limit;
+ * otherwise the base SQL wrapped as `SELECT * FROM (<sql>) AS _rivet WHERE … ORDER BY … LIMIT n`. Filter values are
+ * bound as untyped text parameters, so PostgreSQL reads them with the compared column's input function.
+ */
+export const renderStatement = (query: SourceQuery): Statement => {
+  const params: Array<string> = []
+  const text = render(query, (value) => `$${params.push(value)}`)
+  return { text, params }
+}
+
+/** The same statement with the parameters inlined as quoted literals — for plans and reports, never executed. */
+export const renderForDisplay = (query: SourceQuery): string => render(query, quoteLiteral)
+
+/**
+ * The smallest and largest non-NULL `column` as text and whether it has a NULL, over the rows of `inner` (the
+ * rendered query). `ORDER BY … LIMIT 1` rather than min()/max(): it works for every type with a btree order (there
+ * is no min(uuid) before PostgreSQL 18) and, as three scalar subqueries, each part can be answered from an index
+ * when the query is a plain table scan — the same plan PostgreSQL makes for min/max.
+ */
+export const boundsStatement = (inner: Statement, column: string): Statement => {
+  const c = quoteIdent(column)
+  const from = `FROM (${stripTerminator(inner.text)}\n) AS _rivet_b`
+  const end = (direction: string) =>
+    `(SELECT ${c} ${from} WHERE ${c} IS NOT NULL ORDER BY ${c} ${direction} LIMIT 1)::text`
+  return {
+    text: `SELECT ${end("ASC")}, ${end("DESC")}, EXISTS (SELECT 1 ${from} WHERE ${c} IS NULL)`,
+    params: inner.params
+  }
+}
+
+/** What makes a query impossible to render (a bug in the caller, not in the user's config), or undefined. */
+export const queryProblem = (query: SourceQuery): string | undefined => {
+  if (query.limit !== undefined && !(Number.isSafeInteger(query.limit) && query.limit >= 0)) {
+    return `the row limit must be a non-negative integer, got ${query.limit}`
+  }
+  for (const filter of query.where ?? []) {
+    if (filter._tag === "After" && (filter.columns.length === 0 || filter.columns.length !== filter.values.length)) {
+      const got = `${filter.columns.length} column(s), ${filter.values.length} value(s)`
+      return `an "after" condition needs one value per column (got ${got})`
+    }
+  }
+  return undefined
+}
