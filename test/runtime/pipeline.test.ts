@@ -39,7 +39,7 @@ describe("pipeline: source → format → local sink", () => {
     Effect.gen(function* () {
       const dir = tempDir()
       const source = memorySource({ schema, rows })
-      const [run] = yield* runExportsEffect(config(dir), { plugins: [source.plugin as never], configDir: dir })
+      const [run] = yield* runExportsEffect(config(dir), { plugins: [source.plugin as never], configDir: tempDir() })
       expect(run?._tag).toBe("success")
       const files = fs.readdirSync(dir).sort()
       expect(files).toHaveLength(3)
@@ -71,7 +71,7 @@ describe("pipeline: source → format → local sink", () => {
     Effect.gen(function* () {
       const dir = tempDir()
       const source = memorySource({ schema, rows })
-      yield* runExportsEffect(config(dir, { max_file_size: "4KiB" }), { plugins: [source.plugin as never], configDir: dir })
+      yield* runExportsEffect(config(dir, { max_file_size: "4KiB" }), { plugins: [source.plugin as never], configDir: tempDir() })
       const manifest = JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8")) as Manifest
       expect(manifest.part_count).toBeGreaterThan(3)
       manifest.parts.forEach((part, index) => {
@@ -88,7 +88,7 @@ describe("pipeline: source → format → local sink", () => {
     Effect.gen(function* () {
       const dir = tempDir()
       const source = memorySource({ schema, rows }, { failAfterBatches: 4 })
-      const [run] = yield* runExportsEffect(config(dir), { plugins: [source.plugin as never], configDir: dir })
+      const [run] = yield* runExportsEffect(config(dir), { plugins: [source.plugin as never], configDir: tempDir() })
       expect(run?._tag).toBe("failure")
       expect(fs.readdirSync(dir)).toEqual([])
     }))
@@ -97,7 +97,7 @@ describe("pipeline: source → format → local sink", () => {
     Effect.gen(function* () {
       const dir = tempDir()
       const source = memorySource({ schema, rows: [] })
-      yield* runExportsEffect(config(dir), { plugins: [source.plugin as never], configDir: dir })
+      yield* runExportsEffect(config(dir), { plugins: [source.plugin as never], configDir: tempDir() })
       expect(fs.readdirSync(dir).sort()).toEqual(["_SUCCESS", "manifest.json"])
       const manifest = JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8")) as Manifest
       expect(manifest).toMatchObject({ row_count: 0, part_count: 0, parts: [] })

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process"
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { readdir, readFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
@@ -48,6 +49,25 @@ runSinkConformance("local sink conformance", {
 })
 
 describe("local sink", () => {
+  it.effect("sweep removes temp files of writers that are gone, never those of live ones or final files", () =>
+    Effect.gen(function* () {
+      const dir = join(base, "sweep")
+      mkdirSync(join(dir, "sub"), { recursive: true })
+      const dead = spawnSync(process.execPath, ["-e", "0"]).pid
+      const names = {
+        deadTop: `.a.parquet.tmp-${dead}-0123456789ab`,
+        deadNested: `sub/.b.parquet.tmp-${dead}-0123456789ab`,
+        live: `.c.parquet.tmp-${process.ppid}-0123456789ab`,
+        own: `.d.parquet.tmp-${process.pid}-0123456789ab`,
+        final: "e.parquet"
+      }
+      for (const name of Object.values(names)) writeFileSync(join(dir, name), "x")
+      const sink = yield* Effect.provide(SinkDriver, layerAt(dir))
+      const swept = yield* sink.sweep!
+      expect([...swept].sort()).toEqual([names.deadTop, names.deadNested].sort())
+      expect(yield* Effect.promise(() => filesUnder(dir))).toEqual([names.live, names.own, names.final].sort())
+    }))
+
   it.effect("keeps each upload in a .<name>.tmp-<random> file until complete, then renames it", () =>
     Effect.gen(function* () {
       const dir = join(base, "temp-naming")
@@ -57,7 +77,7 @@ describe("local sink", () => {
       yield* handle.writeBlock(0, new Uint8Array(LOCAL_BLOCK_SIZE).fill(7))
       const during = readdirSync(join(dir, "out"))
       expect(during).toHaveLength(1)
-      expect(during[0]).toMatch(/^\.part\.bin\.tmp-[0-9a-f]{12}$/)
+      expect(during[0]).toMatch(/^\.part\.bin\.tmp-\d+-[0-9a-f]{12}$/)
       yield* handle.complete(2)
       expect(readdirSync(join(dir, "out"))).toEqual(["part.bin"])
       const stored = readFileSync(join(dir, "out", "part.bin"))

@@ -2,108 +2,18 @@ import * as Effect from "effect/Effect"
 import { type BatchSchema, type Column, formatLogicalType, type LogicalType, type Value } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
 import { describeCause } from "../../runtime/errors.js"
+import { renderDate, renderTime, renderTimestamp, renderTimestamptz } from "../../runtime/temporal-text.js"
 
 /**
  * Text rendering of batch values, shared by the CSV and NDJSON formats. Every function takes a non-null value in
  * the representation `src/runtime/batch.ts` defines for its logical type; NULL is the caller's business.
- *
- * Dates and times never go through JS `Date` (it has millisecond precision and a ±275760-year range): days and
- * microseconds are split with exact arithmetic and the calendar date is computed with the proleptic Gregorian
- * "civil from days" algorithm (H. Hinnant). Years 0000–9999 are written with four digits; other years use the
- * ISO 8601 expanded form: a sign and at least four digits (`+10000-01-01`, `-0001-12-31`). Year 0 is 1 BC.
+ * Dates and times come from `src/runtime/temporal-text.ts` (exact, never through JS `Date`).
  */
 
 /** Renders a non-null value of one logical type as text. */
 export type Renderer = (value: Value) => string
 
-const MICROS_PER_SECOND = 1_000_000
-const MICROS_PER_DAY = 86_400_000_000
-const MICROS_PER_DAY_BIG = 86_400_000_000n
-
-const TWO_DIGITS: ReadonlyArray<string> = Array.from({ length: 100 }, (_, i) => (i < 10 ? `0${i}` : `${i}`))
-
-const pad2 = (n: number): string => TWO_DIGITS[n] ?? `${n}`
-
-const pad6 = (n: number): string => `${1_000_000 + n}`.slice(1)
-
-const renderYear = (year: number): string => {
-  if (year >= 0 && year <= 9999) return `${10_000 + year}`.slice(1)
-  const digits = `${Math.abs(year)}`.padStart(4, "0")
-  return year < 0 ? `-${digits}` : `+${digits}`
-}
-
-/** `YYYY-MM-DD` for a count of days since 1970-01-01. */
-export const renderDate = (days: number): string => {
-  const z = days + 719_468
-  const era = Math.floor(z / 146_097)
-  const doe = z - era * 146_097
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365)
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100))
-  const mp = Math.floor((5 * doy + 2) / 153)
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1
-  const month = mp < 10 ? mp + 3 : mp - 9
-  const year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-  return `${renderYear(year)}-${pad2(month)}-${pad2(day)}`
-}
-
-/** `HH:MM:SS.ffffff` for microseconds since midnight (a number below 2^53). Negative values get a `-` sign. */
-const renderClock = (micros: number): string => {
-  if (micros < 0) return `-${renderClock(-micros)}`
-  const seconds = Math.floor(micros / MICROS_PER_SECOND)
-  const fraction = micros - seconds * MICROS_PER_SECOND
-  const hours = Math.floor(seconds / 3600)
-  const rest = seconds - hours * 3600
-  const minutes = Math.floor(rest / 60)
-  return `${pad2(hours)}:${pad2(minutes)}:${pad2(rest - minutes * 60)}.${pad6(fraction)}`
-}
-
-/** `HH:MM:SS.ffffff` for a time of day in microseconds since midnight (PostgreSQL's `24:00:00` included). */
-export const renderTime = (micros: bigint): string => renderClock(Number(micros))
-
-// Consecutive timestamps usually fall on the same day: remember the last date rendered.
-let lastDays = Number.NaN
-let lastDate = ""
-
-const dateOf = (days: number): string => {
-  if (days !== lastDays) {
-    lastDate = renderDate(days)
-    lastDays = days
-  }
-  return lastDate
-}
-
-/** `YYYY-MM-DDTHH:MM:SS.ffffff` for microseconds since 1970-01-01T00:00:00. */
-export const renderTimestamp = (micros: bigint): string => {
-  const n = Number(micros)
-  let days: number
-  let timeOfDay: number
-  if (Number.isSafeInteger(n)) {
-    days = Math.floor(n / MICROS_PER_DAY)
-    timeOfDay = n - days * MICROS_PER_DAY
-    // The float division may round across a day boundary; the remainder tells.
-    if (timeOfDay < 0) {
-      days -= 1
-      timeOfDay += MICROS_PER_DAY
-    } else if (timeOfDay >= MICROS_PER_DAY) {
-      days += 1
-      timeOfDay -= MICROS_PER_DAY
-    }
-  } else {
-    // Beyond ±2^53 µs (before 1685 or after 2255): exact bigint division, floored.
-    let bigDays = micros / MICROS_PER_DAY_BIG
-    let rest = micros - bigDays * MICROS_PER_DAY_BIG
-    if (rest < 0n) {
-      bigDays -= 1n
-      rest += MICROS_PER_DAY_BIG
-    }
-    days = Number(bigDays)
-    timeOfDay = Number(rest)
-  }
-  return `${dateOf(days)}T${renderClock(timeOfDay)}`
-}
-
-/** Same as {@link renderTimestamp} with a `Z` suffix: the instant in UTC. */
-export const renderTimestamptz = (micros: bigint): string => `${renderTimestamp(micros)}Z`
+export { renderDate, renderTime, renderTimestamp, renderTimestamptz }
 
 /** JS shortest round-trip text; `NaN`, `Infinity`, `-Infinity`, and `-0` kept distinct from `0`. */
 export const renderFloat = (n: number): string => (n === 0 && 1 / n < 0 ? "-0" : `${n}`)

@@ -1,6 +1,6 @@
 import type { Dirent } from "node:fs"
 import { open, readdir, stat, unlink, writeFile } from "node:fs/promises"
-import { join, resolve } from "node:path"
+import { basename, join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -12,7 +12,7 @@ import type { PluginContext, SinkDriverShape, StoredObject, UploadHandle } from 
 import type { LocalConfig } from "./config.js"
 import { fsError, protocolError } from "./errors.js"
 import { invalidKeyReason } from "../../runtime/keys.js"
-import { ensureDirectory, openTempFile } from "./temp-file.js"
+import { ensureDirectory, isAbandonedTempFile, openTempFile } from "./temp-file.js"
 import type { TempFile } from "./temp-file.js"
 
 /**
@@ -179,6 +179,23 @@ export const makeLocalDriver = (
 
       begin: Effect.fn("LocalSink.begin")((key: string, _contentType: string) =>
         openTracked("begin", key).pipe(Effect.map((temp) => makeUploadHandle(temp, key, LOCAL_BLOCK_SIZE)))
+      ),
+
+      sweep: listDirectory(root, "").pipe(
+        Effect.map((objects) => objects.filter((object) => isAbandonedTempFile(basename(object.key)))),
+        Effect.tap((abandoned) =>
+          Effect.forEach(
+            abandoned,
+            ({ key }) =>
+              Effect.tryPromise({
+                try: () => unlink(join(root, ...key.split("/"))).catch(ignoreMissing(undefined)),
+                catch: fsError({ operation: "sweep", action: "delete an abandoned temp file", path: join(root, key), key })
+              }),
+            { discard: true }
+          )
+        ),
+        Effect.map((abandoned) => abandoned.map(({ key }) => key)),
+        Effect.withSpan("LocalSink.sweep")
       ),
 
       list: listDirectory(root, "").pipe(

@@ -6,13 +6,40 @@ import * as Effect from "effect/Effect"
 import type { SinkError } from "../../runtime/errors.js"
 import { fsError, protocolError } from "./errors.js"
 
-/** Prefix shared by every temp file: `.<name>.tmp-<random>` beside the target. */
+/** Prefix shared by every temp file: `.<name>.tmp-<pid>-<random>` beside the target. */
 export const tempFileMarker = ".tmp-"
 
-/** The temp-file path for a target: a dot-file in the same directory, so the final rename is atomic. */
+/**
+ * The temp-file path for a target: a dot-file in the same directory, so the final rename is atomic. The writer's
+ * process id is part of the name so a later run can tell the leftovers of a killed process from live writes.
+ */
 export const tempPathFor = (target: string): string =>
   // 200 leaves room for the dot and suffix within the usual 255-byte name limit.
-  join(dirname(target), `.${basename(target).slice(0, 200)}${tempFileMarker}${randomBytes(6).toString("hex")}`)
+  join(
+    dirname(target),
+    `.${basename(target).slice(0, 200)}${tempFileMarker}${process.pid}-${randomBytes(6).toString("hex")}`
+  )
+
+const TEMP_NAME = /^\..+\.tmp-(\d+)-[0-9a-f]{12}$/
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (cause) {
+    // EPERM: the process exists but belongs to someone else.
+    return typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EPERM"
+  }
+}
+
+/**
+ * True for a temp file whose writer is no longer running on this machine (killed mid-write: SIGKILL, OOM, power
+ * loss). Temp files of live processes — another Rivet writing to the same directory — are never touched.
+ */
+export const isAbandonedTempFile = (name: string): boolean => {
+  const match = TEMP_NAME.exec(name)
+  return match !== null && Number(match[1]) !== process.pid && !isAlive(Number(match[1]))
+}
 
 /** `mkdir -p`. */
 export const ensureDirectory = (dir: string, operation: string, key?: string): Effect.Effect<void, SinkError> =>

@@ -1,0 +1,37 @@
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** Parses `500ms`, `30s`, `5m`, `2h`, `1d` (or a plain number of seconds) into milliseconds. */
+export const parseDuration = (input: string | number): number | undefined => {
+  if (typeof input === "number") return Number.isFinite(input) && input >= 0 ? Math.round(input * 1000) : undefined
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/i.exec(input)
+  if (!match) return undefined
+  return Math.round(Number(match[1]) * UNIT_MS[match[2]!.toLowerCase()]!)
+}
+
+/** A duration such as `5m`, decoded to milliseconds. */
+export const DurationMs = Schema.transformOrFail(Schema.Union(Schema.String, Schema.Number), Schema.Number, {
+  strict: true,
+  decode: (input, _options, ast) => {
+    const ms = parseDuration(input)
+    return ms === undefined
+      ? ParseResult.fail(
+          new ParseResult.Type(
+            ast,
+            input,
+            `invalid duration ${JSON.stringify(input)}: use a number with a unit ms, s, m, h or d, e.g. 5m`
+          )
+        )
+      : ParseResult.succeed(ms)
+  },
+  encode: (ms) => ParseResult.succeed(ms / 1000)
+}).annotations({
+  identifier: "Duration",
+  description: "A duration: a number with a unit ms, s, m, h or d (e.g. 5m), or a number of seconds.",
+  // For `rivet schema`: what the YAML may hold (the same grammar as parseDuration).
+  jsonSchema: {
+    anyOf: [{ type: "string", pattern: "^\\s*\\d+(\\.\\d+)?\\s*([mM][sS]|[sSmMhHdD])\\s*$" }, { type: "number", minimum: 0 }]
+  }
+})

@@ -1,0 +1,67 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { RunRecord } from "../../state/store.js"
+import { ConfigError, StateError } from "../errors.js"
+import { makeRunId } from "../naming.js"
+import type { ExportContext } from "./context.js"
+import type { PreparedMode, RunJournal } from "./mode.js"
+
+const resetHint = (name: string) => `or start over with \`rivet state reset -c <config> -e ${name}\``
+
+/**
+ * Decides whether this run continues an unfinished checkpointed run or starts a new one, and journals it.
+ * A plain run never silently abandons a checkpointed run that did not finish; `--resume` continues it only when
+ * its plan (query, key, sizes, format, destination) is still the same.
+ */
+export const openJournal = Effect.fn("Pipeline.openJournal")(function* (
+  ctx: ExportContext,
+  prepared: PreparedMode,
+  resume: boolean
+) {
+  const { spec, state } = ctx
+  const unfinished: Option.Option<RunRecord> = prepared.checkpointed
+    ? yield* state.unfinishedRun(spec.name)
+    : Option.none()
+  if (Option.isSome(unfinished)) {
+    const run = unfinished.value
+    if (!resume) {
+      return yield* new StateError({
+        message: `export '${spec.name}': checkpointed run '${run.runId}' did not finish (${run.status}${run.error ? `: ${run.error}` : ""})`,
+        hint: `continue it with \`rivet run -c <config> --resume\`, ${resetHint(spec.name)}`
+      })
+    }
+    if (run.planFingerprint !== prepared.fingerprint) {
+      return yield* new ConfigError({
+        path: `export '${spec.name}'`,
+        message: `cannot resume run '${run.runId}': its plan no longer matches the config (the query, key column, chunk or page size, format or destination changed)`,
+        hint: `restore the config it ran with, ${resetHint(spec.name)}`
+      })
+    }
+    yield* state.reopenRun(run.runId)
+    yield* ctx.reporter.notice(spec.name, `resuming run '${run.runId}'`)
+    return { runId: run.runId, startedAt: new Date(run.startedAt), resumed: true } satisfies RunJournal
+  }
+  if (resume) {
+    yield* ctx.reporter.notice(
+      spec.name,
+      prepared.checkpointed
+        ? "nothing to resume: starting a new run"
+        : `--resume has no effect on mode: ${spec.mode.kind}${spec.mode.kind === "chunked" || spec.mode.kind === "keyset" ? " without chunk_checkpoint: true" : ""}; starting a new run`
+    )
+  }
+  const startedAt = ctx.now()
+  const runId = makeRunId(spec.name, startedAt)
+  yield* state.beginRun({
+    runId,
+    exportName: spec.name,
+    mode: spec.mode.kind,
+    startedAt: startedAt.toISOString(),
+    status: "running",
+    rows: 0,
+    parts: 0,
+    bytes: 0,
+    checkpointed: prepared.checkpointed,
+    planFingerprint: prepared.fingerprint
+  })
+  return { runId, startedAt, resumed: false } satisfies RunJournal
+})

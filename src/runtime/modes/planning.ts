@@ -1,0 +1,30 @@
+import * as Effect from "effect/Effect"
+import type { SourceError } from "../errors.js"
+import type { ModePlan } from "../plan/model.js"
+import type { SourceQuery } from "../plugin.js"
+import type { ExportContext } from "./context.js"
+
+/**
+ * The statement a query runs, parameters inline, for plans and run reports. A source without `render` shows its
+ * base query (it can only run `mode: full`, whose statement is exactly that).
+ */
+export const statementOf = (ctx: Pick<ExportContext, "source">, query: SourceQuery): string =>
+  ctx.source.render?.(query) ?? query.sql
+
+/** The source's row estimate for a query from its statistics; `null` when it cannot tell. */
+export const estimateOf = (ctx: ExportContext, query: SourceQuery): Effect.Effect<number | null, SourceError> =>
+  ctx.source.estimateRows
+    ? Effect.map(ctx.source.estimateRows(query), (rows) => rows ?? null)
+    : Effect.succeed(null)
+
+/** The fields of a plan that every mode fills the same way. */
+export const planHeader = (
+  ctx: ExportContext,
+  fingerprint: string
+): Pick<ModePlan, "name" | "mode" | "fingerprint" | "source" | "destination"> => ({
+  name: ctx.spec.name,
+  mode: ctx.spec.mode.kind,
+  fingerprint,
+  source: ctx.source.displayUrl,
+  destination: ctx.sink.uri()
+})
