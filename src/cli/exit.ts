@@ -10,9 +10,23 @@ export class ExitCode {
   constructor(readonly code: number) {}
 }
 
-export const printErrors = (errors: ReadonlyArray<RivetError>) =>
+export const printErrors = (errors: ReadonlyArray<RivetError>, options: { readonly json?: boolean } = {}) =>
   Effect.sync(() => {
-    for (const error of errors) process.stderr.write(`${renderError(error)}\n`)
+    for (const error of errors) {
+      process.stderr.write(
+        options.json
+          ? `${JSON.stringify({
+              event: "error",
+              time: new Date().toISOString(),
+              kind: error._tag,
+              message: error.message,
+              ...(error.hint ? { hint: error.hint } : {}),
+              ...(error._tag === "ConfigError" ? { path: error.path } : {}),
+              exit_code: exitCodeOf(error)
+            })}\n`
+          : `${renderError(error)}\n`
+      )
+    }
   })
 
 /** Exit code precedence: drift (4) > integrity (3) > retryable (2) > config/other (1). */

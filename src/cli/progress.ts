@@ -10,6 +10,9 @@ const statusLine = (progress: ExportProgress): string => {
   const elapsed = Date.now() - progress.startedAt
   return [
     `▸ ${progress.exportName}`,
+    ...(progress.units
+      ? [`${progress.units.done}${progress.units.total === undefined ? "" : `/${progress.units.total}`} ${progress.units.label}`]
+      : []),
     `${formatCount(progress.rows)} rows`,
     formatRate(progress.rows, elapsed),
     formatBytes(progress.bytes),
@@ -22,7 +25,8 @@ export const ttyProgress: Layer.Layer<ProgressReporter> = Layer.succeed(Progress
   intervalMs: 250,
   started: (progress) => write(`${statusLine(progress)}`),
   tick: (progress) => write(`\r\x1b[2K${statusLine(progress)}`),
-  finished: (outcome) => write(`\r\x1b[2K${renderSummary(outcome)}\n`)
+  finished: (outcome) => write(`\r\x1b[2K${renderSummary(outcome)}\n`),
+  notice: (exportName, message) => write(`\r\x1b[2Krivet: export '${exportName}': ${message}\n`)
 })
 
 /** Plain log lines for cron, CI and orchestrators (stderr is not a terminal). */
@@ -30,7 +34,47 @@ export const plainProgress: Layer.Layer<ProgressReporter> = Layer.succeed(Progre
   intervalMs: 10_000,
   started: (progress) => write(`rivet: export '${progress.exportName}' started\n`),
   tick: (progress) => write(`rivet: ${statusLine(progress).slice(2)}\n`),
-  finished: (outcome) => write(`${renderSummary(outcome)}\n`)
+  finished: (outcome) => write(`${renderSummary(outcome)}\n`),
+  notice: (exportName, message) => write(`rivet: export '${exportName}': ${message}\n`)
 })
 
 export const cliProgress = (): Layer.Layer<ProgressReporter> => (process.stderr.isTTY ? ttyProgress : plainProgress)
+
+const event = (name: string, fields: Record<string, unknown>) =>
+  write(`${JSON.stringify({ event: name, time: new Date().toISOString(), ...fields })}\n`)
+
+/**
+ * `--json`: one JSON object per line on stderr for orchestrators — run_started, progress, part_committed,
+ * warning, export_finished (and error, from the command). No human progress line.
+ */
+export const jsonProgress: Layer.Layer<ProgressReporter> = Layer.succeed(ProgressReporter, {
+  intervalMs: 5_000,
+  started: (progress) => event("run_started", { export: progress.exportName }),
+  tick: (progress) =>
+    event("progress", {
+      export: progress.exportName,
+      rows: progress.rows,
+      bytes: progress.bytes,
+      parts: progress.parts,
+      retries: progress.retries,
+      elapsed_ms: Date.now() - progress.startedAt,
+      ...(progress.units ? { [`${progress.units.label}_done`]: progress.units.done, [`${progress.units.label}_total`]: progress.units.total } : {})
+    }),
+  partCommitted: (exportName, part) => event("part_committed", { export: exportName, ...part }),
+  notice: (exportName, message) => event("warning", { export: exportName, message }),
+  finished: (outcome) =>
+    event("export_finished", {
+      export: outcome.exportName,
+      run_id: outcome.runId,
+      status: outcome.status,
+      mode: outcome.mode,
+      rows: outcome.rows,
+      files: outcome.files,
+      bytes: outcome.bytes,
+      retries: outcome.retries,
+      duration_ms: outcome.durationMs,
+      uri: outcome.uri,
+      ...(outcome.untracked && outcome.untracked.length > 0 ? { untracked: outcome.untracked } : {}),
+      ...(outcome.error ? { error: outcome.error } : {})
+    })
+})

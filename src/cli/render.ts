@@ -38,6 +38,7 @@ export const renderSummary = (outcome: ExportOutcome): string => {
   const rows: Array<[string, string]> = []
   if (outcome.runId) rows.push(["run_id", outcome.runId])
   rows.push(["status", outcome.status])
+  if (outcome.mode && outcome.mode !== "full") rows.push(["mode", outcome.mode])
   if (outcome.status === "success") {
     rows.push(["rows", formatCount(outcome.rows)])
     rows.push(["files", formatCount(outcome.files)])
@@ -45,6 +46,12 @@ export const renderSummary = (outcome: ExportOutcome): string => {
     if (outcome.files > 0 || outcome.uri) rows.push(["output", outcome.uri])
     if (outcome.retries > 0) rows.push(["retries", formatCount(outcome.retries)])
     rows.push(["throughput", formatRate(outcome.rows, outcome.durationMs)])
+  }
+  if (outcome.untracked && outcome.untracked.length > 0) {
+    rows.push([
+      "untracked",
+      `${outcome.untracked.length} object(s) from an interrupted attempt, not in the manifest: ${outcome.untracked.join(", ")}`
+    ])
   }
   rows.push(["duration", formatDuration(outcome.durationMs)])
   if (outcome.error) rows.push(["error", outcome.error])

@@ -42,6 +42,7 @@ export type LogicalType =
   | { readonly kind: "interval" }
   | { readonly kind: "list"; readonly element: LogicalType }
 
+/** One cell: the representation of its column's logical type (table above), or `null` for SQL NULL. */
 export type Value =
   | null
   | number
@@ -51,6 +52,7 @@ export type Value =
   | Uint8Array
   | ReadonlyArray<Value>
 
+/** One output column: its name and logical type. */
 export interface Column {
   readonly name: string
   readonly type: LogicalType
@@ -58,10 +60,12 @@ export interface Column {
   readonly sourceType?: string
 }
 
+/** The ordered columns of a result; every batch of the result carries it. */
 export interface BatchSchema {
   readonly columns: ReadonlyArray<Column>
 }
 
+/** A slice of rows, stored column by column. */
 export interface Batch {
   readonly schema: BatchSchema
   /** One array per column, each `rowCount` long, in `schema.columns` order. */
@@ -81,6 +85,7 @@ export const formatLogicalType = (type: LogicalType): string => {
   }
 }
 
+/** A batch from one value array per column (in `schema.columns` order); `rowCount` is the first column's length. */
 export const makeBatch = (schema: BatchSchema, columns: ReadonlyArray<ReadonlyArray<Value>>): Batch => ({
   schema,
   columns,

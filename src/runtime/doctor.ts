@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { RivetConfig } from "./config/model.js"
 import type { RivetError } from "./errors.js"
-import { resolveSql } from "./pipeline.js"
+import { resolveSql } from "./modes/context.js"
 import { type PluginContext, SinkDriver, SourceDriver } from "./plugin.js"
 
 export interface DoctorCheck {

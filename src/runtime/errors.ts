@@ -27,6 +27,7 @@ export class FormatError extends Schema.TaggedError<FormatError>()("FormatError"
   hint: Schema.optional(Schema.String)
 }) {}
 
+/** Why a destination operation failed; plugins map their SDK's errors to one of these. */
 export const SinkErrorReason = Schema.Literal(
   "NotFound",
   "PermissionDenied",
@@ -36,6 +37,7 @@ export const SinkErrorReason = Schema.Literal(
   "Conflict",
   "Unknown"
 )
+/** Why a destination operation failed (see the schema of the same name). */
 export type SinkErrorReason = typeof SinkErrorReason.Type
 
 /** A destination operation failed. `retryable` errors are retried by the runtime's policy. */
@@ -68,7 +70,22 @@ export class PluginError extends Schema.TaggedError<PluginError>()("PluginError"
   hint: Schema.optional(Schema.String)
 }) {}
 
-export type RivetError = ConfigError | SourceError | FormatError | SinkError | IntegrityError | StateError | PluginError
+/** The export's output schema differs from its baseline and `on_schema_drift: fail` is set. */
+export class SchemaDriftError extends Schema.TaggedError<SchemaDriftError>()("SchemaDriftError", {
+  message: Schema.String,
+  hint: Schema.optional(Schema.String)
+}) {}
+
+/** Any failure Rivet reports: switch on `_tag`; `exitCodeOf` gives the CLI's exit code. */
+export type RivetError =
+  | ConfigError
+  | SourceError
+  | FormatError
+  | SinkError
+  | IntegrityError
+  | StateError
+  | PluginError
+  | SchemaDriftError
 
 /** Exit codes (DESIGN.md §5): 0 ok, 1 config/usage, 2 retryable failure, 3 integrity, 4 schema drift. */
 export const exitCodeOf = (error: RivetError): number => {
@@ -81,6 +98,8 @@ export const exitCodeOf = (error: RivetError): number => {
       return error.retryable ? 2 : 1
     case "IntegrityError":
       return 3
+    case "SchemaDriftError":
+      return 4
     case "FormatError":
     case "StateError":
       return 1

@@ -1,4 +1,5 @@
 /**
+ * Why an object key is unsafe, or undefined when it is fine — sinks call it before touching their store.
  * Object keys are relative to the destination root and use `/` between segments. Anything that could escape
  * the root or mean different things on different systems is refused before a file is touched.
  */

@@ -11,6 +11,7 @@ export interface PartRecord {
   readonly content_fingerprint: string
 }
 
+/** The content of `manifest.json`, written after every part is committed and before `_SUCCESS`. */
 export interface Manifest {
   readonly manifest_version: 1
   readonly run_id: string
@@ -23,6 +24,10 @@ export interface Manifest {
     readonly schema?: string | undefined
     readonly table?: string | undefined
     readonly query?: string | undefined
+    /** How rows were selected: full, incremental, chunked, keyset or time_window. */
+    readonly mode: string
+    /** Incremental runs: the cursor position this run reached. */
+    readonly cursor?: { readonly column: string; readonly value: string } | undefined
   }
   readonly destination: { readonly type: string; readonly uri: string }
   readonly format: string

@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto"
+
 const pad = (value: number, width = 2): string => String(value).padStart(width, "0")
 
 const utcParts = (at: Date) => ({
@@ -28,6 +30,69 @@ export const singleRunnerPartName = (
   const suffix = sizeSplit ? `_part${part}` : ""
   return `${exportName}_${date}_${time}_${millis}${suffix}.${extension}`
 }
+
+/** `{export}_{YYYYMMDD}_{HHMMSS}_chunk` — every part of one chunked run starts with it. */
+export const chunkRunStem = (exportName: string, runStartedAt: Date): string => {
+  const { date, time } = utcParts(runStartedAt)
+  return `${exportName}_${date}_${time}_chunk`
+}
+
+/**
+ * A chunked run's part: `{export}_{YYYYMMDD}_{HHMMSS}_chunk{N}_{nonce}.{ext}` (run start, UTC), `_p{i}` added when
+ * `max_file_size` splits chunks. The nonce (16 hex) differs per attempt, so a chunk redone after a crash never
+ * overwrites — or is mistaken for — what an earlier attempt left.
+ */
+export const chunkPartName = (
+  exportName: string,
+  runStartedAt: Date,
+  chunk: number,
+  nonce: string,
+  extension: string,
+  part: number,
+  sizeSplit: boolean
+): string => `${chunkRunStem(exportName, runStartedAt)}${chunk}_${nonce}${sizeSplit ? `_p${part}` : ""}.${extension}`
+
+/** `{export}_{YYYYMMDD}T{HHMMSS}_{mmm}_page` — every part of one keyset run starts with it. */
+export const pageRunStem = (exportName: string, runStartedAt: Date): string => {
+  const { date, time, millis } = utcParts(runStartedAt)
+  return `${exportName}_${date}T${time}_${millis}_page`
+}
+
+/**
+ * A keyset run's part: `{export}_{YYYYMMDD}T{HHMMSS}_{mmm}_page{N}.{ext}`, from the run id and the page number,
+ * `_p{i}` added when `max_file_size` splits pages. A page re-read after a crash overwrites its own part.
+ */
+export const pagePartName = (
+  exportName: string,
+  runStartedAt: Date,
+  page: number,
+  extension: string,
+  part: number,
+  sizeSplit: boolean
+): string => `${pageRunStem(exportName, runStartedAt)}${page}${sizeSplit ? `_p${part}` : ""}.${extension}`
+
+/**
+ * How a mode names its parts, placeholders in braces, for plans (`rivet plan`): `single` — full, incremental,
+ * time_window — `chunk` and `page` as the functions above name them.
+ */
+export const partNamePattern = (
+  runner: "single" | "chunk" | "page",
+  exportName: string,
+  extension: string,
+  sizeSplit: boolean
+): string => {
+  switch (runner) {
+    case "single":
+      return `${exportName}_{YYYYMMDD}_{HHMMSS}_{mmm}${sizeSplit ? "_part{N}" : ""}.${extension}`
+    case "chunk":
+      return `${exportName}_{YYYYMMDD}_{HHMMSS}_chunk{N}_{nonce}${sizeSplit ? "_p{i}" : ""}.${extension}`
+    case "page":
+      return `${exportName}_{YYYYMMDD}T{HHMMSS}_{mmm}_page{N}${sizeSplit ? "_p{i}" : ""}.${extension}`
+  }
+}
+
+/** 16 random hex digits. */
+export const makeNonce = (): string => randomBytes(8).toString("hex")
 
 export const MANIFEST_KEY = "manifest.json"
 export const SUCCESS_KEY = "_SUCCESS"

@@ -1,7 +1,10 @@
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import { StateStore } from "../state/store.js"
 import type { ExportConfig } from "./config/model.js"
-import { encodeParts } from "./encode-parts.js"
+import { describeCause, type RivetError, type SinkError } from "./errors.js"
 import {
   encodeManifest,
   encodeSuccessMarker,
@@ -10,24 +13,45 @@ import {
   schemaEntries,
   schemaFingerprint
 } from "./manifest.js"
-import { MANIFEST_KEY, makeRunId, singleRunnerPartName, SUCCESS_KEY } from "./naming.js"
-import { FormatDriver, SinkDriver, SourceDriver, type SourceQuery } from "./plugin.js"
+import { chunkRunnerFor, type LaneSettings } from "./lanes/runner.js"
+import { prepareChunked } from "./modes/chunked.js"
+import type { ExportContext } from "./modes/context.js"
+import { openJournal } from "./modes/journal.js"
+import { prepareKeyset } from "./modes/keyset.js"
+import type { ModeOutcome, PreparedMode, RunJournal } from "./modes/mode.js"
+import { prepareFull, prepareIncremental, prepareTimeWindow } from "./modes/single.js"
+import { makeDriftCheck } from "./modes/drift.js"
+import { MANIFEST_KEY, SUCCESS_KEY } from "./naming.js"
+import type { ModePlan } from "./plan/model.js"
+import { checkPlannedExport } from "./plan/verify.js"
+import { QualityGates } from "./quality/gates.js"
+import { FormatDriver, SinkDriver, SourceDriver } from "./plugin.js"
 import { type ExportProgress, ProgressReporter } from "./progress.js"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, withRetry } from "./retry.js"
-import { uploadParts } from "./upload-parts.js"
 
-/** What one successful export produced. */
+export { resolveSql } from "./modes/context.js"
+
+/** What one export produced. */
 export interface ExportResult {
   readonly exportName: string
   readonly runId: string
+  /** `skipped`: `skip_empty` was set and the run found no rows, so nothing was written. */
+  readonly status: "success" | "skipped"
+  readonly mode: ExportConfig["mode"]["kind"]
+  /** True when this run continued an interrupted checkpointed run. */
+  readonly resumed: boolean
   readonly rows: number
   readonly bytes: number
   readonly retries: number
   readonly parts: ReadonlyArray<PartRecord>
   /** The URI of the destination root. */
   readonly uri: string
-  /** Absent for destinations without markers (stdout). */
+  /** Absent for destinations without markers (stdout) and for skipped runs. */
   readonly manifest?: Manifest | undefined
+  /** Objects an interrupted attempt of this run left that the manifest does not list (resumed runs only). */
+  readonly untracked: ReadonlyArray<string>
+  /** The statements this run executed, in unit order, parameters inline (as `rivet plan` shows them). */
+  readonly statements: ReadonlyArray<string>
   readonly durationMs: number
 }
 
@@ -37,126 +61,199 @@ export interface RunOptions {
   readonly retry?: RetryPolicy
   /** Clock for names and manifests (tests pin it). */
   readonly now?: () => Date
+  /** Continue the export's unfinished checkpointed run (`rivet run --resume`). */
+  readonly resume?: boolean
+  /** Chunked mode may run its chunks in worker threads that reload the config from this file (src/runtime/lanes). */
+  readonly lanes?: LaneSettings | undefined
+  /** Run exactly this plan (`rivet run --plan`), refused when the config or the stored cursor moved since. */
+  readonly plan?: ModePlan | undefined
 }
 
-/** `SELECT * FROM "schema"."table"` for a table shortcut, or the export's own query. */
-export const resolveSql = (spec: ExportConfig, defaultSchema?: string): string => {
-  if (spec.query !== undefined) return spec.query
-  const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`
-  const table = spec.table!
-  const schema = table.schema ?? defaultSchema
-  return `SELECT * FROM ${schema ? `${quote(schema)}.` : ""}${quote(table.name)}`
+/** Resolves the export's mode against the source (columns, keys, stored cursor) before anything runs. */
+export const prepareMode = (ctx: ExportContext): Effect.Effect<PreparedMode, RivetError> => {
+  switch (ctx.spec.mode.kind) {
+    case "full":
+      return prepareFull(ctx)
+    case "incremental":
+      return prepareIncremental(ctx)
+    case "time_window":
+      return prepareTimeWindow(ctx)
+    case "chunked":
+      return prepareChunked(ctx)
+    case "keyset":
+      return prepareKeyset(ctx)
+  }
 }
 
-const sourceQuery = (spec: ExportConfig): SourceQuery => ({
-  exportName: spec.name,
-  sql: resolveSql(spec),
-  table: spec.table,
-  batchSize: spec.batchSize,
-  columnTypes: spec.columnTypes
-})
+/** Objects named like this run's parts that the manifest does not list: leftovers of an interrupted attempt. */
+const findUntracked = (ctx: ExportContext, outcome: ModeOutcome, journal: RunJournal) =>
+  Effect.gen(function* () {
+    const { list } = ctx.sink
+    if (!journal.resumed || outcome.partStem === undefined || list === undefined) return []
+    const listed = new Set(outcome.parts.map((part) => part.path))
+    const objects = yield* withRetry(list, ctx.retry, () => {})
+    return objects
+      .map((object) => object.key)
+      .filter((key) => key.startsWith(outcome.partStem!) && !listed.has(key))
+      .sort()
+  })
+
+const manifestOf = (
+  ctx: ExportContext,
+  options: RunOptions,
+  journal: RunJournal,
+  outcome: ModeOutcome
+): Manifest => {
+  const { spec } = ctx
+  return {
+    manifest_version: 1,
+    run_id: journal.runId,
+    export_name: spec.name,
+    started_at: journal.startedAt.toISOString(),
+    finished_at: ctx.now().toISOString(),
+    status: "success",
+    source: {
+      type: options.sourceType,
+      schema: spec.table?.schema,
+      table: spec.table?.name,
+      query: spec.query,
+      mode: spec.mode.kind,
+      ...(outcome.cursor ? { cursor: { column: outcome.cursor.column, value: outcome.cursor.value } } : {})
+    },
+    destination: { type: spec.destination.plugin.type, uri: ctx.sink.uri() },
+    format: spec.format.plugin.type,
+    compression: ctx.format.compression,
+    schema: schemaEntries(outcome.schema),
+    schema_fingerprint: schemaFingerprint(outcome.schema),
+    row_count: outcome.parts.reduce((sum, part) => sum + part.rows, 0),
+    part_count: outcome.parts.length,
+    parts: outcome.parts
+  }
+}
 
 /**
- * Runs one export: source rows → format → sink parts → `manifest.json` → `_SUCCESS`.
- * Everything opened (cursor, uploads) lives in this effect's scope and is released — aborted on failure
- * or interruption — when it ends.
+ * Runs one export: the mode's units (one query, chunks or pages) → format → sink parts → `manifest.json` →
+ * `_SUCCESS` → state (journal, committed parts, cursor). State advances only after `_SUCCESS` is written; a run
+ * that fails or is interrupted leaves the cursor where it was and is journaled as such. Everything opened
+ * (cursors, uploads) is released — uploads aborted — when a unit fails or is interrupted.
  */
 export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: ExportConfig, options: RunOptions) {
-  const source = yield* SourceDriver
-  const format = yield* FormatDriver
-  const sink = yield* SinkDriver
   const reporter = yield* ProgressReporter
   const now = options.now ?? (() => new Date())
-  const startedAt = now()
-  const runId = makeRunId(spec.name, startedAt)
   const progress: ExportProgress = {
     exportName: spec.name,
-    startedAt: startedAt.getTime(),
+    startedAt: now().getTime(),
     rows: 0,
     bytes: 0,
     parts: 0,
     retries: 0
   }
-
-  yield* reporter.started(progress)
-  yield* Effect.forkScoped(
-    Effect.forever(Effect.zipRight(Effect.sleep(reporter.intervalMs), Effect.suspend(() => reporter.tick(progress))))
-  )
-
-  const result = yield* source.open(sourceQuery(spec))
-  yield* format.validate(result.schema)
-
-  let partsOpenedAt: Date | undefined
-  const keyOf = (part: number) => {
-    partsOpenedAt ??= now()
-    return singleRunnerPartName(spec.name, partsOpenedAt, format.extension, part, spec.maxFileSize !== undefined)
+  const state = yield* StateStore
+  const drift = yield* makeDriftCheck(spec, state, reporter)
+  const gates = spec.quality ? new QualityGates(spec.name, spec.quality) : undefined
+  yield* Effect.addFinalizer(() => Effect.sync(() => gates?.close()))
+  const ctx: ExportContext = {
+    spec,
+    source: yield* SourceDriver,
+    format: yield* FormatDriver,
+    sink: yield* SinkDriver,
+    state,
+    reporter,
+    progress,
+    retry: options.retry ?? DEFAULT_RETRY_POLICY,
+    now,
+    gates,
+    checkSchema: drift.check,
+    chunkRunner: (lanes) => chunkRunnerFor(ctx, options.lanes)(lanes)
   }
-  const retry = options.retry ?? DEFAULT_RETRY_POLICY
-  const onRetry = () => {
-    progress.retries++
-  }
-
-  const batches = result.batches.pipe(
-    Stream.tap((batch) => Effect.sync(() => (progress.rows += batch.rowCount))),
-    // Fetch the next batch while this one is encoded, and encode while the previous part bytes upload. Each slot
-    // holds a whole batch (or an encoder's output for one: a CSV batch, a Parquet row group), so the capacities
-    // stay small: they bound memory, and one slot is enough to keep both sides busy.
-    Stream.buffer({ capacity: 1 })
-  )
-  const pieces = encodeParts(batches, format, result.schema, spec.maxFileSize).pipe(Stream.buffer({ capacity: 2 }))
-  const parts = yield* uploadParts(pieces, {
-    sink,
-    contentType: format.contentType,
-    keyOf,
-    retry,
-    onRetry,
-    onCommitted: () => {
-      progress.parts++
-    },
-    onBytes: (count) => {
-      progress.bytes += count
+  if (ctx.sink.sweep) {
+    const swept = yield* ctx.sink.sweep
+    if (swept.length > 0) {
+      yield* reporter.notice(spec.name, `removed ${swept.length} temp file(s) left by an interrupted earlier run`)
     }
+  }
+  const prepared = yield* prepareMode(ctx)
+  if (options.plan) yield* checkPlannedExport(ctx, prepared, options.plan)
+  const journal = yield* openJournal(ctx, prepared, options.resume ?? false)
+
+  const totals = (parts: ReadonlyArray<PartRecord>) => ({
+    rows: parts.reduce((sum, part) => sum + part.rows, 0),
+    parts: parts.length,
+    bytes: parts.reduce((sum, part) => sum + part.size_bytes, 0)
   })
+  const retried = <A, E extends SinkError>(effect: Effect.Effect<A, E>) =>
+    withRetry(effect, ctx.retry, () => {
+      progress.retries++
+    })
 
-  const rows = parts.reduce((sum, part) => sum + part.rows, 0)
-  let manifest: Manifest | undefined
-  if (sink.capabilities.markers) {
-    manifest = {
-      manifest_version: 1,
-      run_id: runId,
-      export_name: spec.name,
-      started_at: startedAt.toISOString(),
-      finished_at: now().toISOString(),
-      status: "success",
-      source: {
-        type: options.sourceType,
-        schema: spec.table?.schema,
-        table: spec.table?.name,
-        query: spec.query
-      },
-      destination: { type: spec.destination.plugin.type, uri: sink.uri() },
-      format: spec.format.plugin.type,
-      compression: format.compression,
-      schema: schemaEntries(result.schema),
-      schema_fingerprint: schemaFingerprint(result.schema),
-      row_count: rows,
-      part_count: parts.length,
-      parts
+  const publish = Effect.gen(function* () {
+    yield* reporter.started(progress)
+    yield* Effect.forkScoped(
+      Effect.forever(Effect.zipRight(Effect.sleep(reporter.intervalMs), Effect.suspend(() => reporter.tick(progress))))
+    )
+    const outcome = yield* prepared.execute(journal, options.plan)
+    const total = totals(outcome.parts)
+    if (spec.skipEmpty && total.rows === 0) {
+      yield* ctx.state.finishRun(journal.runId, { status: "skipped", finishedAt: now().toISOString(), ...total })
+      return { outcome, manifest: undefined, untracked: [], status: "skipped" as const }
     }
-    const manifestBytes = encodeManifest(manifest)
-    yield* withRetry(sink.put(MANIFEST_KEY, manifestBytes, "application/json"), retry, onRetry)
-    yield* withRetry(sink.put(SUCCESS_KEY, encodeSuccessMarker(manifestBytes), "text/plain"), retry, onRetry)
-  }
-
+    yield* drift.check(outcome.schema)
+    if (gates) {
+      if (journal.resumed && gates.needsValues) {
+        yield* reporter.notice(spec.name, "resumed run: NULL-ratio and uniqueness gates cover only the chunks or pages read by this attempt")
+      }
+      yield* gates.verdict(outcome.schema, total.rows)
+    }
+    let manifest: Manifest | undefined
+    if (ctx.sink.capabilities.markers) {
+      manifest = manifestOf(ctx, options, journal, outcome)
+      const manifestBytes = encodeManifest(manifest)
+      yield* retried(ctx.sink.put(MANIFEST_KEY, manifestBytes, "application/json"))
+      yield* retried(ctx.sink.put(SUCCESS_KEY, encodeSuccessMarker(manifestBytes), "text/plain"))
+    }
+    const untracked = yield* findUntracked(ctx, outcome, journal)
+    yield* ctx.state.finishRun(
+      journal.runId,
+      { status: "success", finishedAt: now().toISOString(), ...total },
+      { parts: outcome.unrecorded, cursor: outcome.cursor }
+    )
+    yield* drift.baselineAfterSuccess
+    return { outcome, manifest, untracked, status: "success" as const }
+  }).pipe(
+    Effect.onExit((exit) =>
+      Exit.isSuccess(exit)
+        ? Effect.void
+        : ctx.state
+            .finishRun(journal.runId, {
+              status: Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed",
+              finishedAt: now().toISOString(),
+              rows: progress.rows,
+              parts: progress.parts,
+              bytes: progress.bytes,
+              error: Option.match(Cause.failureOption(exit.cause), {
+                onNone: () => (Cause.isInterruptedOnly(exit.cause) ? "interrupted" : describeCause(Cause.squash(exit.cause))),
+                onSome: (error) => error.message
+              })
+            })
+            .pipe(Effect.ignore)
+    )
+  )
+  const { outcome, manifest, untracked, status } = yield* publish
+  const total = totals(outcome.parts)
   return {
     exportName: spec.name,
-    runId,
-    rows,
+    runId: journal.runId,
+    status,
+    mode: spec.mode.kind,
+    resumed: journal.resumed,
+    rows: total.rows,
     bytes: progress.bytes,
     retries: progress.retries,
-    parts,
-    uri: sink.uri(),
+    parts: outcome.parts,
+    uri: ctx.sink.uri(),
     manifest,
-    durationMs: now().getTime() - startedAt.getTime()
+    untracked,
+    statements: outcome.statements ?? [],
+    durationMs: now().getTime() - progress.startedAt
   } satisfies ExportResult
 }, Effect.scoped)

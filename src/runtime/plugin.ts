@@ -5,7 +5,7 @@ import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { Batch, BatchSchema, LogicalType } from "./batch.js"
-import type { FormatError, SinkError, SourceError } from "./errors.js"
+import type { FormatError, RivetError, SinkError, SourceError } from "./errors.js"
 
 /**
  * The plugin contract. A plugin is a plain value made with `defineSource` / `defineFormat` / `defineSink`;
@@ -23,6 +23,11 @@ export interface PluginContext {
   readonly exportName?: string | undefined
   /** Environment variables (process.env unless a program passes its own). */
   readonly env: Readonly<Record<string, string | undefined>>
+  /**
+   * How many results the runtime may hold open at once (the largest `parallel` among the exports); a source
+   * sizes its connection pool to at least this plus one for planning queries. Absent means 1.
+   */
+  readonly concurrency?: number | undefined
 }
 
 interface PluginBase<Kind extends string, C, I> {
@@ -38,11 +43,36 @@ interface PluginBase<Kind extends string, C, I> {
 
 // ── Sources ────────────────────────────────────────────────────────────────
 
+/**
+ * A condition on the rows of an export's base query, rendered by the source in its own dialect. Values are text in
+ * the source's input syntax (`keyText` in `src/runtime/key-text.ts` makes them from batch values); the source binds
+ * them as parameters, never by string concatenation.
+ */
+export type RowFilter =
+  /** `low <= column <= high` (chunked mode). */
+  | { readonly _tag: "Between"; readonly column: string; readonly low: string; readonly high: string }
+  /** `column IS NULL` (the extra chunk that keeps rows with a NULL chunk key). */
+  | { readonly _tag: "IsNull"; readonly column: string }
+  /** Row-wise `(c1, c2, …) > (v1, v2, …)` (incremental cursor, keyset pages). */
+  | { readonly _tag: "After"; readonly columns: ReadonlyArray<string>; readonly values: ReadonlyArray<string> }
+  /** `column >= value` (time windows). */
+  | { readonly _tag: "AtLeast"; readonly column: string; readonly value: string }
+  /** `column <= value` (cursor lag, time windows). */
+  | { readonly _tag: "AtMost"; readonly column: string; readonly value: string }
+
 /** What one export asks of a source. */
 export interface SourceQuery {
   readonly exportName: string
-  /** The SQL to run (a `table:` shortcut is already resolved to `SELECT * FROM "schema"."table"`). */
+  /**
+   * The export's base query (a `table:` shortcut is already resolved to `SELECT * FROM "schema"."table"`). With
+   * `where`, `orderBy` or `limit` the source wraps it: `SELECT * FROM (<sql>) AS _rivet WHERE … ORDER BY … LIMIT n`.
+   */
   readonly sql: string
+  /** Conditions, all of which a row must meet. */
+  readonly where?: ReadonlyArray<RowFilter> | undefined
+  /** Output columns to sort by, ascending. */
+  readonly orderBy?: ReadonlyArray<string> | undefined
+  readonly limit?: number | undefined
   /** Present when the export named a table: lets the source read catalog details (e.g. numeric precision). */
   readonly table?: { readonly schema?: string | undefined; readonly name: string } | undefined
   /** Rows fetched per round trip and per batch. */
@@ -57,6 +87,32 @@ export interface SourceResult {
   readonly batches: Stream.Stream<Batch, SourceError>
 }
 
+/** A query's output columns, known without reading rows. */
+export interface SourceDescription {
+  readonly schema: BatchSchema
+  /** The primary key columns of `query.table`, in key order; empty when there is none or no table. */
+  readonly primaryKey: ReadonlyArray<string>
+}
+
+/** The range of one column over a query's rows (with its filters), as source text; `null` when there are no rows. */
+export interface ColumnBounds {
+  readonly min: string | null
+  readonly max: string | null
+  readonly hasNulls: boolean
+}
+
+/**
+ * A program's own step between the source and the format — filter, map, enrich — given in code (never in YAML).
+ * It receives the source's schema and batches and returns the schema and batches to encode; the runtime keeps
+ * backpressure, scoping, retries, naming, the manifest and `_SUCCESS` around it. Cursors and keyset positions
+ * are taken from the source's batches, before the transform.
+ */
+export type BatchTransform = (input: SourceResult) => {
+  readonly schema: BatchSchema
+  readonly batches: Stream.Stream<Batch, RivetError>
+}
+
+/** What a source plugin's layer provides: the primitives the runtime needs to read (and plan) an export. */
 export interface SourceDriverShape {
   /** Label for reports: `Postgres`. */
   readonly label: string
@@ -66,10 +122,27 @@ export interface SourceDriverShape {
   readonly check: Effect.Effect<void, SourceError>
   /** Opens a result in the caller's scope; closing the scope releases the cursor and connection. */
   readonly open: (query: SourceQuery) => Effect.Effect<SourceResult, SourceError, Scope.Scope>
+  /**
+   * The following primitives let the runtime plan the modes beyond `full` (incremental, chunked, keyset,
+   * time_window). A source without them supports `mode: full` only, and a config asking for more is refused.
+   */
+  /** The query's output schema (and the table's primary key) without reading rows. */
+  readonly describe?: (query: SourceQuery) => Effect.Effect<SourceDescription, SourceError>
+  /** min/max of `column` over the query's rows and whether any is NULL — one short statement. */
+  readonly bounds?: (query: SourceQuery, column: string) => Effect.Effect<ColumnBounds, SourceError>
+  /** The statement the source runs for a query, for plans and reports (parameters shown inline). */
+  readonly render?: (query: SourceQuery) => string
+  /**
+   * How many rows the query would return, from catalog statistics — never by running it (for `rivet plan`).
+   * `undefined` when the source cannot tell (e.g. a table never analyzed).
+   */
+  readonly estimateRows?: (query: SourceQuery) => Effect.Effect<number | undefined, SourceError>
 }
 
+/** The tag a source plugin's `make` layer provides. */
 export class SourceDriver extends Context.Tag("rivet/SourceDriver")<SourceDriver, SourceDriverShape>() {}
 
+/** A source plugin value (the YAML `source.type`); make one with `defineSource`. */
 export interface SourcePlugin<C = unknown, I = unknown> extends PluginBase<"source", C, I> {
   readonly make: (config: C, context: PluginContext) => Layer.Layer<SourceDriver, SourceError>
 }
@@ -83,6 +156,7 @@ export interface PartEncoder {
   readonly finish: Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
 }
 
+/** What a format plugin's layer provides: a validator and a fresh `PartEncoder` per output part. */
 export interface FormatDriverShape {
   /** File extension without the dot: `parquet`. */
   readonly extension: string
@@ -93,8 +167,18 @@ export interface FormatDriverShape {
   readonly validate: (schema: BatchSchema) => Effect.Effect<void, FormatError>
   /** A fresh encoder for one part. */
   readonly open: (schema: BatchSchema) => Effect.Effect<PartEncoder, FormatError>
+  /**
+   * Counts the rows of one stored part (for `rivet validate`), reading it as a stream with bounded memory.
+   * `read` opens the part's bytes from the start and may be called more than once; `key` is the part's key
+   * (its extension tells e.g. a gzip-compressed part). Absent: row counts of this format are not verified.
+   */
+  readonly countRows?: (
+    key: string,
+    read: () => Stream.Stream<Uint8Array, SinkError>
+  ) => Effect.Effect<number, FormatError | SinkError>
 }
 
+/** The tag a format plugin's `make` layer provides. */
 export class FormatDriver extends Context.Tag("rivet/FormatDriver")<FormatDriver, FormatDriverShape>() {}
 
 /**
@@ -121,6 +205,7 @@ export interface UploadHandle {
   readonly abort: Effect.Effect<void, SinkError>
 }
 
+/** How the runtime must drive a sink. */
 export interface SinkCapabilities {
   /** Writes `manifest.json` and `_SUCCESS` (false for streams such as stdout). */
   readonly markers: boolean
@@ -130,11 +215,13 @@ export interface SinkCapabilities {
   readonly concurrency: number
 }
 
+/** An object found by `SinkDriverShape.list`: its key relative to the destination and its size in bytes. */
 export interface StoredObject {
   readonly key: string
   readonly size: number
 }
 
+/** What a sink plugin's layer provides: primitive, non-retrying destination operations. */
 export interface SinkDriverShape {
   /** Label for doctor lines: `S3(my-bucket)`, `Local(./output)`. */
   readonly label: string
@@ -149,17 +236,36 @@ export interface SinkDriverShape {
   readonly begin: (key: string, contentType: string) => Effect.Effect<UploadHandle, SinkError>
   /** Objects under the destination (keys relative to it), where the destination can be listed. */
   readonly list?: Effect.Effect<ReadonlyArray<StoredObject>, SinkError>
+  /**
+   * Removes what writers that no longer run (a process killed mid-write) left behind — temp files, uploads never
+   * completed — and returns their keys. Never touches objects under final keys or writes still in progress.
+   * The runtime calls it before each export.
+   */
+  readonly sweep?: Effect.Effect<ReadonlyArray<string>, SinkError>
   /** Reads an object back, where the destination supports it. */
   readonly read?: (key: string) => Stream.Stream<Uint8Array, SinkError>
 }
 
+/** The tag a sink plugin's `make` layer provides. */
 export class SinkDriver extends Context.Tag("rivet/SinkDriver")<SinkDriver, SinkDriverShape>() {}
 
+/** A sink plugin value (the YAML `exports[].destination.type`); make one with `defineSink`. */
 export interface SinkPlugin<C = unknown, I = unknown> extends PluginBase<"sink", C, I> {
   readonly make: (config: C, context: PluginContext) => Layer.Layer<SinkDriver, SinkError>
 }
 
-export type AnyPlugin = SourcePlugin<never, never> | FormatPlugin<never, never> | SinkPlugin<never, never>
+/**
+ * A plugin with its config type erased, so plugins with different config blocks fit in one list. A schema's
+ * type is invariant, hence `Schema.Schema.AnyNoContext` rather than `Schema<never, never>` (which no real
+ * plugin's schema is assignable to).
+ */
+type Erased<P extends { readonly make: (config: never, context: PluginContext) => unknown }> = Omit<P, "config" | "make"> & {
+  readonly config: Schema.Schema.AnyNoContext
+  readonly make: (config: never, context: PluginContext) => ReturnType<P["make"]>
+}
+
+/** Any plugin value, as listed in `plugins:` or passed to `runExports({ plugins })`. */
+export type AnyPlugin = Erased<SourcePlugin> | Erased<FormatPlugin> | Erased<SinkPlugin>
 
 type Definition<P> = Omit<P, "kind" | "apiVersion"> & { readonly apiVersion?: typeof PLUGIN_API_VERSION }
 

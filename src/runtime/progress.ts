@@ -1,6 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type { PartRecord } from "./manifest.js"
 
 /** Live counters of one running export, updated by the pipeline and read by reporters. */
 export interface ExportProgress {
@@ -10,12 +11,18 @@ export interface ExportProgress {
   bytes: number
   parts: number
   retries: number
+  /** Chunked and keyset runs: chunks or pages done so far, and the planned total when known. */
+  units?: { done: number; readonly total?: number | undefined; readonly label: "chunks" | "pages" }
 }
 
+/** How one export ended, as reported to `ProgressReporter.finished` (and printed by the CLI's summary). */
 export interface ExportOutcome {
   readonly exportName: string
   readonly runId: string
-  readonly status: "success" | "failed"
+  readonly status: "success" | "failed" | "skipped"
+  readonly mode?: string | undefined
+  /** A resumed run: objects an interrupted attempt wrote that no manifest lists (left in place, not deleted). */
+  readonly untracked?: ReadonlyArray<string> | undefined
   readonly rows: number
   readonly files: number
   readonly bytes: number
@@ -30,15 +37,22 @@ export interface ProgressReporterShape {
   readonly started: (progress: ExportProgress) => Effect.Effect<void>
   readonly tick: (progress: ExportProgress) => Effect.Effect<void>
   readonly finished: (outcome: ExportOutcome) => Effect.Effect<void>
+  /** A part became visible under its final key. */
+  readonly partCommitted?: (exportName: string, part: PartRecord) => Effect.Effect<void>
+  /** Something the user should know that is not an error (a default chosen for them, a skipped step). */
+  readonly notice: (exportName: string, message: string) => Effect.Effect<void>
   /** How often `tick` is called while an export runs. */
   readonly intervalMs: number
 }
 
+/** The service that receives progress; provide your own layer to `runExports` to observe a run. */
 export class ProgressReporter extends Context.Tag("rivet/ProgressReporter")<ProgressReporter, ProgressReporterShape>() {}
 
+/** A reporter that reports nothing: the library's default. */
 export const silentProgress: Layer.Layer<ProgressReporter> = Layer.succeed(ProgressReporter, {
   started: () => Effect.void,
   tick: () => Effect.void,
   finished: () => Effect.void,
+  notice: () => Effect.void,
   intervalMs: 60_000
 })

@@ -4,11 +4,18 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { ExportConfig, RivetConfig } from "./config/model.js"
-import { ConfigError, describeCause, PluginError, type RivetError } from "./errors.js"
-import { type FormatDriver, type PluginContext, type SinkDriver, SourceDriver } from "./plugin.js"
+import { stateLayerFor } from "../state/layer.js"
+import type { StateStore } from "../state/store.js"
+import { ConfigError, describeCause, PluginError, type RivetError, type StateError } from "./errors.js"
+import { laneSettings } from "./lanes/runner.js"
+import { exportLayer, sourceLayer } from "./layers.js"
+import type { ModePlan } from "./plan/model.js"
+import { type BatchTransform, SourceDriver } from "./plugin.js"
 import { type ExportResult, runExport, type RunOptions } from "./pipeline.js"
 import { ProgressReporter } from "./progress.js"
 import type { RetryPolicy } from "./retry.js"
+
+export { exportLayer } from "./layers.js"
 
 export interface RunConfigOptions {
   /** Run only these exports (by name), in config order. */
@@ -16,17 +23,25 @@ export interface RunConfigOptions {
   readonly env?: Readonly<Record<string, string | undefined>>
   readonly retry?: RetryPolicy
   readonly now?: () => Date
+  /** Continue unfinished checkpointed runs (`rivet run --resume`). */
+  readonly resume?: boolean | undefined
+  /** Transforms given in code, by export name, applied between the source and the format. */
+  readonly transforms?: Readonly<Record<string, BatchTransform>> | undefined
+  /**
+   * Where state lives (default: `RIVET_STATE_URL`, else `.rivet_state.db` beside the config). Programs that
+   * want no file can pass `sqliteStateLayer(":memory:")`.
+   */
+  readonly state?: Layer.Layer<StateStore, StateError> | undefined
+  /**
+   * Planned exports by name (`rivet run --plan`, checked with `plannedExports`): each runs exactly its plan, and
+   * is refused when its config or stored cursor moved since.
+   */
+  readonly plans?: ReadonlyMap<string, ModePlan> | undefined
 }
 
 export type ExportRun =
   | { readonly _tag: "success"; readonly result: ExportResult }
   | { readonly _tag: "failure"; readonly exportName: string; readonly error: RivetError }
-
-const pluginContext = (config: RivetConfig, env: RunConfigOptions["env"], exportName?: string): PluginContext => ({
-  configDir: config.configDir,
-  exportName,
-  env: env ?? process.env
-})
 
 /** Picks the exports to run; an unknown name is a usage error listing the known ones. */
 export const selectExports = (
@@ -48,14 +63,6 @@ export const selectExports = (
   return Effect.succeed(config.exports.filter((spec) => only.includes(spec.name)))
 }
 
-const exportLayer = (config: RivetConfig, spec: ExportConfig, env: RunConfigOptions["env"]) => {
-  const context = pluginContext(config, env, spec.name)
-  return Layer.merge(
-    spec.format.plugin.make(spec.format.config as never, context),
-    spec.destination.plugin.make(spec.destination.config as never, context)
-  ) as Layer.Layer<FormatDriver | SinkDriver, RivetError>
-}
-
 /**
  * Runs the selected exports one after another with one shared source connection. A failing export
  * does not stop the others; each outcome is returned (and reported through the ProgressReporter).
@@ -63,24 +70,28 @@ const exportLayer = (config: RivetConfig, spec: ExportConfig, env: RunConfigOpti
 export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetConfig, options: RunConfigOptions = {}) {
   const selected = yield* selectExports(config, options.only)
   const reporter = yield* ProgressReporter
-  const sourceLayer = config.source.plugin.make(config.source.config as never, pluginContext(config, options.env)) as Layer.Layer<
-    SourceDriver,
-    RivetError
-  >
   // Without a source no export can run: fail once instead of once per export.
-  const sourceContext = yield* Layer.build(sourceLayer)
+  const sourceContext = yield* Layer.build(sourceLayer(config, options.env))
+  const stateContext = yield* Layer.build(
+    options.state ?? stateLayerFor({ configDir: config.configDir, env: options.env ?? process.env })
+  )
   yield* Effect.flatMap(SourceDriver, (source) => source.check).pipe(Effect.provide(sourceContext))
   const runOptions: RunOptions = {
     sourceType: config.source.plugin.type,
     ...(options.retry ? { retry: options.retry } : {}),
-    ...(options.now ? { now: options.now } : {})
+    ...(options.now ? { now: options.now } : {}),
+    resume: options.resume ?? false,
+    lanes: laneSettings(config, options.env ?? process.env)
   }
   const runs: Array<ExportRun> = []
   for (const spec of selected) {
     const started = Date.now()
-    const exit = yield* runExport(spec, runOptions).pipe(
+    const transform = options.transforms?.[spec.name]
+    const plan = options.plans?.get(spec.name)
+    const exit = yield* runExport(transform ? { ...spec, transform } : spec, plan ? { ...runOptions, plan } : runOptions).pipe(
       Effect.provide(exportLayer(config, spec, options.env)),
       Effect.provide(sourceContext),
+      Effect.provide(stateContext),
       Effect.exit
     )
     if (Exit.isSuccess(exit)) {
@@ -89,7 +100,9 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
       yield* reporter.finished({
         exportName: spec.name,
         runId: result.runId,
-        status: "success",
+        status: result.status,
+        mode: result.mode,
+        untracked: result.untracked,
         rows: result.rows,
         files: result.parts.length,
         bytes: result.bytes,
@@ -108,6 +121,7 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
       exportName: spec.name,
       runId: "",
       status: "failed",
+      mode: spec.mode.kind,
       rows: 0,
       files: 0,
       bytes: 0,

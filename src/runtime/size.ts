@@ -45,7 +45,14 @@ export const ByteSize = Schema.transformOrFail(Schema.Union(Schema.String, Schem
   encode: (bytes) => ParseResult.succeed(bytes)
 }).annotations({
   identifier: "ByteSize",
-  description: "A size: bytes, or a number with a unit B, KB/KiB, MB/MiB, GB/GiB (binary: 1KB = 1024 bytes)."
+  description: "A size: bytes, or a number with a unit B, KB/KiB, MB/MiB, GB/GiB (binary: 1KB = 1024 bytes).",
+  // For `rivet schema`: what the YAML may hold (the same grammar as parseByteSize).
+  jsonSchema: {
+    anyOf: [
+      { type: "string", pattern: "^\\s*\\d+(\\.\\d+)?\\s*([bB]|[kKmMgGtT][iI]?[bB])?\\s*$" },
+      { type: "integer", minimum: 1 }
+    ]
+  }
 })
 
 /** Human size, 1024-based: `847.0 KiB`, `32.4 MiB`. */

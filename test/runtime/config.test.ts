@@ -94,6 +94,71 @@ describe("config decoding", () => {
       )
     }))
 
+  it.effect("decodes every mode with its defaults", () =>
+    Effect.gen(function* () {
+      const modeOf = (patch: Record<string, unknown>) =>
+        Effect.map(validateConfigValue(withExport(patch), "/tmp", "test.yaml", { plugins }), (result) =>
+          Either.isRight(result) ? result.right.exports[0]?.mode : result.left.map((e) => e.message)
+        )
+      expect(yield* modeOf({})).toEqual({ kind: "full" })
+      expect(yield* modeOf({ mode: "incremental", cursor_column: "updated_at", cursor_lag: "5m" })).toEqual({
+        kind: "incremental",
+        cursorColumn: "updated_at",
+        cursorLagMs: 300_000
+      })
+      expect(yield* modeOf({ mode: "chunked" })).toEqual({
+        kind: "chunked",
+        chunkColumn: undefined,
+        chunkSize: 100_000,
+        parallel: 1,
+        checkpoint: false
+      })
+      expect(yield* modeOf({ mode: "keyset", key_columns: "id", chunk_checkpoint: true })).toEqual({
+        kind: "keyset",
+        keyColumns: ["id"],
+        pageSize: 100_000,
+        checkpoint: true
+      })
+      expect(yield* modeOf({ mode: "time_window", time_column: "at", days_window: 7 })).toEqual({
+        kind: "time_window",
+        timeColumn: "at",
+        daysWindow: 7
+      })
+    }))
+
+  it.effect("names mode keys that are missing, belong to another mode, or are out of range", () =>
+    Effect.gen(function* () {
+      expect(yield* problems(withExport({ mode: "incremental" }))).toEqual([
+        { path: "exports[0].cursor_column", message: "is required with mode: incremental", hint: "e.g. cursor_column: updated_at" }
+      ])
+      expect(yield* problems(withExport({ chunk_size: 10, parallel: 2 }))).toEqual([
+        {
+          path: "exports[0].chunk_size",
+          message: "applies to mode: chunked only, but this export's mode is full",
+          hint: "set mode: chunked or remove chunk_size"
+        },
+        {
+          path: "exports[0].parallel",
+          message: "applies to mode: chunked only, but this export's mode is full",
+          hint: "set mode: chunked or remove parallel"
+        }
+      ])
+      const paths = (value: unknown) => Effect.map(problems(value), (list) => list.map((p) => p.path))
+      expect(yield* paths(withExport({ mode: "time_window" }))).toEqual([
+        "exports[0].time_column",
+        "exports[0].days_window"
+      ])
+      expect(yield* paths(withExport({ mode: "chunked", table: undefined, query: "SELECT 1" }))).toEqual([
+        "exports[0].chunk_column"
+      ])
+      expect(yield* paths(withExport({ mode: "chunked", parallel: 0 }))).toEqual(["exports[0].parallel"])
+      expect(yield* paths(withExport({ mode: "incremental", cursor_column: "a", cursor_lag: "soon" }))).toEqual([
+        "exports[0].cursor_lag"
+      ])
+      expect(yield* paths(withExport({ mode: "sometimes" }))).toEqual(["exports[0].mode"])
+      expect(yield* paths(withExport({ mode: "keyset", key_columns: ["a", "a"] }))).toEqual(["exports[0].key_columns"])
+    }))
+
   it.effect("collects every problem in one pass", () =>
     Effect.gen(function* () {
       const found = yield* problems({

@@ -2,10 +2,15 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import { validateConfigFile } from "../../registry/load-config.js"
+import { ConfigError } from "../../runtime/errors.js"
+import { loadPlanFor } from "../../runtime/plan/file.js"
 import { runConfig } from "../../runtime/run.js"
 import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
-import { cliProgress } from "../progress.js"
+import { printStatements } from "../plan-render.js"
+import { cliProgress, jsonProgress } from "../progress.js"
+import { validateAfterRun } from "../validate-after-run.js"
 
 export const configOption = Options.file("config", { exists: "either" }).pipe(
   Options.withAlias("c"),
@@ -22,28 +27,71 @@ export const verboseOption = Options.boolean("verbose").pipe(
   Options.withDescription("Show error details (causes, stack traces) for bug reports.")
 )
 
-/** `rivet run -c export.yaml [-e name]…` — runs the exports and prints a summary per export. */
+const resumeOption = Options.boolean("resume").pipe(
+  Options.withDescription(
+    "Continue the unfinished checkpointed run of each export (chunk_checkpoint: true): committed chunks/pages are kept, the rest redone."
+  )
+)
+
+const validateOption = Options.boolean("validate").pipe(
+  Options.withDescription(
+    "After each successful export, validate its destination as `rivet validate` does (re-reads every part); a mismatch exits 3."
+  )
+)
+
+const jsonOption = Options.boolean("json").pipe(
+  Options.withDescription(
+    "Machine-readable events on stderr, one JSON object per line (run_started, progress, part_committed, warning, export_finished, error) instead of the progress line and summaries."
+  )
+)
+
+const planOption = Options.file("plan", { exists: "yes" }).pipe(
+  Options.optional,
+  Options.withDescription(
+    "Run exactly the plan `rivet plan -o` wrote (its statements, chunk ranges, cursor bounds); refused when it is older than 24 h, made from another config, or the config or stored cursor changed since."
+  )
+)
+
+/** `rivet run -c export.yaml [-e name]… [--resume] [--json]` — runs the exports and prints a summary per export. */
 export const runCommand = Command.make(
   "run",
-  { config: configOption, exports: exportOption, verbose: verboseOption },
-  ({ config, exports }) =>
+  { config: configOption, exports: exportOption, verbose: verboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption },
+  ({ config, exports, verbose, resume, json, validate, plan }) =>
     Effect.gen(function* () {
       const loaded = yield* validateConfigFile(config)
-      if (Either.isLeft(loaded)) return yield* configFailure(loaded.left)
-      const runs = yield* runConfig(loaded.right, { only: exports }).pipe(
-        Effect.provide(cliProgress()),
+      if (Either.isLeft(loaded)) {
+        if (!json) return yield* configFailure(loaded.left)
+        yield* printErrors(loaded.left, { json })
+        return new ExitCode(1)
+      }
+      const plans = Option.isNone(plan)
+        ? undefined
+        : yield* Effect.either(
+            resume
+              ? new ConfigError({ path: "--plan", message: "cannot be combined with --resume", hint: "--resume continues a run with the chunks it recorded; drop one of the two" })
+              : loadPlanFor(plan.value, config, loaded.right, { only: exports })
+          )
+      if (plans && Either.isLeft(plans)) {
+        yield* printErrors([plans.left], { json })
+        return new ExitCode(1)
+      }
+      const planned = plans?.right
+      const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned }).pipe(
+        Effect.provide(json ? jsonProgress : cliProgress()),
         Effect.either
       )
       if (Either.isLeft(runs)) {
-        yield* printErrors([runs.left])
+        yield* printErrors([runs.left], { json })
         return new ExitCode(worstExitCode([runs.left]))
       }
       const errors = runs.right.flatMap((run) => (run._tag === "failure" ? [run.error] : []))
-      yield* printErrors(errors)
+      if (verbose) yield* printStatements(runs.right.flatMap((run) => (run._tag === "success" ? [run.result] : [])), json)
+      if (validate) errors.push(...(yield* validateAfterRun(loaded.right, runs.right, { json })))
+      yield* printErrors(errors, { json })
       return new ExitCode(worstExitCode(errors))
     })
 ).pipe(
   Command.withDescription(
-    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers"
+    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers\n  rivet run -c export.yaml --resume\n  rivet run -c export.yaml --validate\n  rivet plan -c export.yaml -o plan.json && rivet run -c export.yaml --plan plan.json\n  rivet run -c export.yaml --json 2> events.ndjson"
   )
 )

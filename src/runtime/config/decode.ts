@@ -13,6 +13,8 @@ import {
   type RivetConfig,
   TopLevel
 } from "./model.js"
+import { sharedDestination } from "./lint.js"
+import { decodeMode } from "./mode.js"
 
 /** Finds plugins by their YAML `type`. Implemented by the registry (built-ins plus `plugins:`). */
 export interface PluginResolver {
@@ -162,13 +164,28 @@ const decodeExport = (
           })
         )
     }
-    if (!format || formatConfig === undefined || !destination) return undefined
+    const quality = decoded.quality
+    if (quality?.row_count_min !== undefined && quality.row_count_max !== undefined && quality.row_count_min > quality.row_count_max) {
+      problems.add(
+        new ConfigError({
+          path: `${path}.quality.row_count_min`,
+          message: `is greater than row_count_max (${quality.row_count_min} > ${quality.row_count_max})`,
+          hint: undefined
+        })
+      )
+    }
+    const { mode, problems: modeProblems } = decodeMode(decoded, path)
+    problems.add(...modeProblems)
+    if (!format || formatConfig === undefined || !destination || !mode) return undefined
     const table = decoded.table?.split(".")
     return {
       name: decoded.name,
       table: table ? (table.length === 2 ? { schema: table[0], name: table[1]! } : { name: table[0]! }) : undefined,
       query: decoded.query,
-      mode: decoded.mode ?? "full",
+      mode,
+      skipEmpty: decoded.skip_empty ?? false,
+      quality: decoded.quality,
+      onSchemaDrift: decoded.on_schema_drift ?? "warn",
       batchSize: decoded.batch_size ?? DEFAULT_BATCH_SIZE,
       maxFileSize: decoded.max_file_size,
       columnTypes,
@@ -219,7 +236,13 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
       exports.push(decoded)
     }
     if (problems.list.length > 0 || !source) return Either.left(problems.list)
-    return Either.right({ configDir: input.configDir, origin: input.origin, source, exports })
+    const config: RivetConfig = { configDir: input.configDir, origin: input.origin, source, exports }
+    // Errors that need the whole decoded config (two exports overwriting each other's markers) stop run and plan
+    // too, not only `rivet check`.
+    for (const finding of sharedDestination(config)) {
+      if (finding.severity === "error") problems.add(new ConfigError({ path: finding.path, message: finding.message, hint: finding.hint }))
+    }
+    return problems.list.length > 0 ? Either.left(problems.list) : Either.right(config)
   })
 
 /** Like `validateConfig`, failing with the first problem. */

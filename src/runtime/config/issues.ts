@@ -73,6 +73,28 @@ const messageOf = (issue: ParseResult.ArrayFormatterIssue): string => {
   }
 }
 
+const ALTERNATIVE = /^Expected (.+), actual (.+)$/s
+
+/**
+ * A value that fails a union fails each member: `mode: sometimes` gives one issue per allowed literal, and an
+ * optional key adds "expected undefined". One issue per path reads better: `expected "full" or "chunked", actual …`.
+ */
+const mergeAlternatives = (
+  issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>
+): ReadonlyArray<ParseResult.ArrayFormatterIssue> => {
+  const byPath = new Map<string, Array<ParseResult.ArrayFormatterIssue>>()
+  for (const issue of issues) {
+    const key = joinPath("", issue.path)
+    byPath.set(key, [...(byPath.get(key) ?? []), issue])
+  }
+  return [...byPath.values()].flatMap((all) => {
+    const group = all.length > 1 ? all.filter((issue) => !issue.message.startsWith("Expected undefined, actual ")) : all
+    const matches = group.map((issue) => (issue._tag === "Type" ? ALTERNATIVE.exec(issue.message) : null))
+    if (group.length < 2 || matches.some((match) => match === null)) return group
+    return [{ ...group[0]!, message: `Expected ${matches.map((match) => match![1]).join(" or ")}, actual ${matches[0]![2]}` }]
+  })
+}
+
 /**
  * Decodes a config block with its schema, rejecting unknown keys. Every problem becomes one ConfigError
  * carrying the full config path, e.g. `exports[0].destination.pth: unknown key 'pth'` + "did you mean 'path'?".
@@ -84,7 +106,7 @@ export const decodeBlock = <A, I>(
 ): Either.Either<A, ReadonlyArray<ConfigError>> => {
   const result = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })(input)
   if (Either.isRight(result)) return Either.right(result.right)
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(result.left)
+  const issues = mergeAlternatives(ParseResult.ArrayFormatter.formatErrorSync(result.left))
   return Either.left(
     issues.map((issue) => {
       if (issue._tag === "Unexpected" && issue.path.length > 0) {

@@ -1,6 +1,7 @@
 import * as Schema from "effect/Schema"
 import type { LogicalType } from "../batch.js"
-import type { FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
+import type { BatchTransform, FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
+import { DurationMs } from "../duration.js"
 import { ByteSize } from "../size.js"
 
 /** A plugin value with its decoded config block. */
@@ -15,15 +16,51 @@ export interface RivetConfig {
   readonly configDir: string
   /** Where the config came from (file path or "(inline)"), for messages. */
   readonly origin: string
+  /**
+   * True when `origin` is a config file that rebuilds every plugin when read again (no plugins passed in code): a
+   * chunk worker thread then loads its own copy (src/runtime/lanes).
+   */
+  readonly reloadable?: boolean | undefined
   readonly source: Configured<SourcePlugin>
   readonly exports: ReadonlyArray<ExportConfig>
 }
+
+/** How an export selects and splits its rows (docs/modes.md). */
+export type ModeConfig =
+  | { readonly kind: "full" }
+  | { readonly kind: "incremental"; readonly cursorColumn: string; readonly cursorLagMs?: number | undefined }
+  | { readonly kind: "time_window"; readonly timeColumn: string; readonly daysWindow: number }
+  | {
+      readonly kind: "chunked"
+      /** Absent: the table's single integer primary key. */
+      readonly chunkColumn?: string | undefined
+      readonly chunkSize: number
+      readonly parallel: number
+      readonly checkpoint: boolean
+    }
+  | {
+      readonly kind: "keyset"
+      /** Absent: the table's primary key. */
+      readonly keyColumns?: ReadonlyArray<string> | undefined
+      readonly pageSize: number
+      readonly checkpoint: boolean
+    }
+
+export type ModeKind = ModeConfig["kind"]
 
 export interface ExportConfig {
   readonly name: string
   readonly table?: { readonly schema?: string | undefined; readonly name: string } | undefined
   readonly query?: string | undefined
-  readonly mode: "full"
+  readonly mode: ModeConfig
+  /** A run that finds no rows writes nothing (no manifest, no `_SUCCESS`) and reports `skipped`. */
+  readonly skipEmpty: boolean
+  /** Checks on the rows written, evaluated while streaming; a failure publishes nothing (exit 3). */
+  readonly quality?: QualityConfig | undefined
+  /** What a change of the output schema against the stored baseline does. */
+  readonly onSchemaDrift: "warn" | "continue" | "fail"
+  /** A transform given in code (never from YAML), between the source and the format. */
+  readonly transform?: BatchTransform | undefined
   readonly batchSize: number
   readonly maxFileSize?: number | undefined
   readonly columnTypes: ReadonlyMap<string, LogicalType>
@@ -33,12 +70,14 @@ export interface ExportConfig {
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]*$/
+const PLAIN_IDENTIFIER = IDENTIFIER.source.slice(1, -1)
 
 export const ExportName = Schema.String.pipe(
   Schema.filter((name) =>
     SAFE_NAME.test(name) && !name.includes("..")
       ? true
-      : `invalid export name ${JSON.stringify(name)}: use letters, digits, '_', '-' and '.', starting with a letter or digit (it becomes part of file names)`
+      : `invalid export name ${JSON.stringify(name)}: use letters, digits, '_', '-' and '.', starting with a letter or digit (it becomes part of file names)`,
+    { jsonSchema: { pattern: SAFE_NAME.source } }
   )
 ).annotations({ description: "Unique name of the export; used in file names, so letters, digits, _ - . only." })
 
@@ -48,8 +87,40 @@ export const TableName = Schema.String.pipe(
     return parts.length <= 2 && parts.every((part) => IDENTIFIER.test(part))
       ? true
       : `invalid table name ${JSON.stringify(table)}: use 'table' or 'schema.table' with plain identifiers (write a query: for anything else)`
-  })
+  }, { jsonSchema: { pattern: `^${PLAIN_IDENTIFIER}(\\.${PLAIN_IDENTIFIER})?$` } })
 ).annotations({ description: "Table to export, `table` or `schema.table`; becomes SELECT * FROM it." })
+
+const ColumnName = Schema.String.pipe(
+  Schema.filter((name) => (name.trim().length > 0 ? true : "a column name must not be empty"))
+)
+
+const Ratio = Schema.Number.pipe(
+  Schema.between(0, 1, { message: () => "must be a ratio from 0 to 1 (e.g. 0.05 for 5%)" })
+)
+
+export const QualityConfig = Schema.Struct({
+  row_count_min: Schema.optional(
+    Schema.Int.pipe(Schema.nonNegative({ message: () => "must be a whole number of at least 0" })).annotations({
+      description: "Fail when the export writes fewer rows."
+    })
+  ),
+  row_count_max: Schema.optional(
+    Schema.Int.pipe(Schema.nonNegative({ message: () => "must be a whole number of at least 0" })).annotations({
+      description: "Fail when the export writes more rows."
+    })
+  ),
+  null_ratio_max: Schema.optional(
+    Schema.Record({ key: Schema.String, value: Ratio }).annotations({
+      description: "Per column: fail when the share of NULLs exceeds this ratio, e.g. { email: 0.01 }."
+    })
+  ),
+  unique_columns: Schema.optional(
+    Schema.Array(ColumnName).annotations({
+      description: "Columns whose non-NULL values must all be distinct (checked with bounded memory)."
+    })
+  )
+}).annotations({ description: "Quality gates: a failed gate publishes nothing and exits with code 3." })
+export type QualityConfig = typeof QualityConfig.Type
 
 /** The export keys the runtime itself owns; the format plugin owns the rest (e.g. `compression`). */
 export const ExportCore = Schema.Struct({
@@ -61,13 +132,68 @@ export const ExportCore = Schema.Struct({
     })
   ),
   mode: Schema.optional(
-    Schema.Literal("full").annotations({ description: "Export mode. `full` re-exports every row on each run." })
+    Schema.Literal("full", "incremental", "chunked", "keyset", "time_window").annotations({
+      description:
+        "How rows are selected: full (every row, default), incremental (rows past the stored cursor), chunked (key ranges, optionally in parallel), keyset (pages ordered by a key), time_window (the last N days)."
+    })
+  ),
+  skip_empty: Schema.optional(
+    Schema.Boolean.annotations({
+      description: "When a run finds no rows: write nothing (no manifest, no _SUCCESS) and report `skipped`."
+    })
+  ),
+  cursor_column: Schema.optional(
+    ColumnName.annotations({ description: "incremental: the orderable column whose stored maximum marks the position." })
+  ),
+  cursor_lag: Schema.optional(
+    DurationMs.annotations({
+      description:
+        "incremental with a timestamp cursor: only export rows older than now minus this (e.g. 5m), so rows committed late with an earlier timestamp are not skipped."
+    })
+  ),
+  chunk_column: Schema.optional(
+    ColumnName.annotations({
+      description: "chunked: integer column the chunks split on (default: the table's single integer primary key)."
+    })
+  ),
+  chunk_size: Schema.optional(
+    Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be a whole number of at least 1" })).annotations({
+      description: "chunked: key values per chunk (default 100000)."
+    })
+  ),
+  parallel: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 64, { message: () => "must be a whole number from 1 to 64" })).annotations({
+      description: "chunked: chunks read at once, each on its own connection (default 1)."
+    })
+  ),
+  chunk_checkpoint: Schema.optional(
+    Schema.Boolean.annotations({
+      description: "chunked/keyset: record each committed chunk or page so `rivet run --resume` continues a failed run."
+    })
+  ),
+  key_columns: Schema.optional(
+    Schema.Union(ColumnName, Schema.NonEmptyArray(ColumnName)).annotations({
+      description: "keyset: the unique, non-null key to page by, one column or a list (default: the primary key)."
+    })
+  ),
+  page_size: Schema.optional(
+    Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be a whole number of at least 1" })).annotations({
+      description: "keyset: rows per page; each page is one short statement and its own part (default 100000)."
+    })
+  ),
+  time_column: Schema.optional(
+    ColumnName.annotations({ description: "time_window: the timestamp or date column the window applies to." })
+  ),
+  days_window: Schema.optional(
+    Schema.Int.pipe(Schema.between(0, 36_500, { message: () => "must be a whole number of days from 0 to 36500" })).annotations({
+      description: "time_window: export rows from UTC midnight this many days ago until now (0 = today)."
+    })
   ),
   format: Schema.optional(
     Schema.String.annotations({ description: "Output format plugin: parquet (default), csv, ndjson." })
   ),
   batch_size: Schema.optional(
-    Schema.Int.pipe(Schema.between(1, 1_000_000)).annotations({
+    Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "must be a whole number from 1 to 1000000" })).annotations({
       description: "Rows fetched from the source per round trip (default 10000)."
     })
   ),
@@ -84,6 +210,13 @@ export const ExportCore = Schema.Struct({
       })
     }).annotations({ description: "Per-column type overrides, e.g. for unbounded numeric columns." })
   ),
+  quality: Schema.optional(QualityConfig),
+  on_schema_drift: Schema.optional(
+    Schema.Literal("warn", "continue", "fail").annotations({
+      description:
+        "When the output schema differs from the last successful run's: warn (default: report, then accept), continue (accept silently), fail (publish nothing, exit 4)."
+    })
+  ),
   destination: Schema.Unknown.annotations({ description: "Where the files go: { type: local | stdout | s3, ... }." })
 })
 export type ExportCore = typeof ExportCore.Type
@@ -99,6 +232,8 @@ export const TopLevel = Schema.Struct({
 })
 
 export const DEFAULT_BATCH_SIZE = 10_000
+export const DEFAULT_CHUNK_SIZE = 100_000
+export const DEFAULT_PAGE_SIZE = 100_000
 export const DEFAULT_FORMAT = "parquet"
 
 /** Parses a `columns:` override type: `decimal(38,9)`, `int64`, `string`, `timestamptz`, `list<int32>`, … */

@@ -1,0 +1,77 @@
+import * as Effect from "effect/Effect"
+import type { ChunkSpec, PlannedExport } from "../runtime/plan/model.js"
+import { formatCount } from "./render.js"
+
+// Terminal control bytes from a query or a database value must not reach the user's terminal; newlines stay.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f]/g
+
+const chunkText = (column: string, spec: ChunkSpec | null): string =>
+  spec === null ? "none" : "nulls" in spec ? `${column} IS NULL` : `${column} ${spec.low}..${spec.high}`
+
+/** Label/value rows of one planned export; multi-line values are indented under their label. */
+const rowsOf = (plan: PlannedExport): Array<[string, string]> => {
+  const rows: Array<[string, string]> = [
+    ["mode", plan.mode],
+    ["source", plan.source],
+    ["estimated rows", plan.estimated_rows === null ? "unknown (no statistics: ANALYZE the table)" : `~${formatCount(plan.estimated_rows)}`]
+  ]
+  if (plan.cursor) {
+    const { column, after, until } = plan.cursor
+    rows.push(["cursor", after === null ? `${column}: none stored, every row is read` : `${column} > ${after}`])
+    if (until !== null) rows.push(["until", `${column} <= ${until} (cursor_lag)`])
+  }
+  if (plan.window) rows.push(["window", `${plan.window.column} from ${plan.window.from} to ${plan.window.to}`])
+  const [first] = plan.statements
+  if (plan.chunks) {
+    const { column, count, size } = plan.chunks
+    rows.push(["chunks", `${formatCount(count)} on ${column}, ${formatCount(size)} key values each`])
+    if (count > 0) rows.push(["first chunk", chunkText(column, plan.chunks.first)])
+    if (count > 1) rows.push(["last chunk", chunkText(column, plan.chunks.last)])
+  }
+  if (plan.pages) {
+    rows.push(["pages", `${formatCount(plan.pages.page_size)} rows each, by ${plan.pages.key_columns.join(", ")}`])
+  }
+  if (first !== undefined) {
+    const label = plan.chunks ? "first statement" : plan.pages ? "first page" : "statement"
+    rows.push([label, first])
+  }
+  if (plan.statements.length > 1) rows.push(["last statement", plan.statements.at(-1)!])
+  if (plan.statements.length > 2) rows.push(["", `(${formatCount(plan.statements.length)} statements; --json lists every one)`])
+  rows.push(["destination", plan.destination], ["naming", plan.naming])
+  for (const notice of plan.notices) rows.push(["note", notice])
+  return rows
+}
+
+/** The human-readable plan of one export. */
+export const renderPlannedExport = (plan: PlannedExport): string => {
+  const rows = rowsOf(plan)
+  const width = Math.max(...rows.map(([label]) => label.length)) + 2
+  const header = `── ${plan.name} `.padEnd(60, "─")
+  const lines = rows.map(([label, value]) => {
+    const [head, ...rest] = value.replace(CONTROL, "").split("\n")
+    const indent = " ".repeat(width + 2)
+    return [`  ${(label === "" ? "" : `${label}:`).padEnd(width)}${head}`, ...rest.map((line) => `${indent}${line}`)].join("\n")
+  })
+  return [header.replace(CONTROL, ""), ...lines].join("\n")
+}
+
+/**
+ * The statements each export ran (`rivet run --verbose`), to compare with its plan: a `statements` event per export
+ * with `--json`, else numbered lines. Written to stderr, like the rest of a run's report.
+ */
+export const printStatements = (
+  runs: ReadonlyArray<{ readonly exportName: string; readonly statements: ReadonlyArray<string> }>,
+  json: boolean
+) =>
+  Effect.sync(() => {
+    for (const run of runs) {
+      process.stderr.write(
+        json
+          ? `${JSON.stringify({ event: "statements", time: new Date().toISOString(), export: run.exportName, statements: run.statements })}\n`
+          : [`statements (${run.exportName}):`, ...run.statements.map((text, i) => `  ${i + 1}. ${text.replace(CONTROL, "").replaceAll("\n", "\n     ")}`)]
+              .join("\n")
+              .concat("\n")
+      )
+    }
+  })

@@ -1,0 +1,36 @@
+import * as Layer from "effect/Layer"
+import type { ExportConfig, RivetConfig } from "./config/model.js"
+import type { RivetError } from "./errors.js"
+import type { FormatDriver, PluginContext, SinkDriver, SourceDriver } from "./plugin.js"
+
+type Env = Readonly<Record<string, string | undefined>> | undefined
+
+/** The largest `parallel` among the config's exports: how many results its source may hold open at once. */
+const widestParallel = (config: RivetConfig): number =>
+  Math.max(1, ...config.exports.map((spec) => (spec.mode.kind === "chunked" ? spec.mode.parallel : 1)))
+
+const pluginContext = (config: RivetConfig, env: Env, concurrency: number, exportName?: string): PluginContext => ({
+  configDir: config.configDir,
+  exportName,
+  env: env ?? process.env,
+  concurrency
+})
+
+/**
+ * The source driver shared by a config's exports. A worker thread passes `concurrency: 1`: it reads one chunk at a
+ * time on its own connections.
+ */
+export const sourceLayer = (config: RivetConfig, env: Env, concurrency = widestParallel(config)) =>
+  config.source.plugin.make(config.source.config as never, pluginContext(config, env, concurrency)) as Layer.Layer<
+    SourceDriver,
+    RivetError
+  >
+
+/** The format and sink drivers of one export (`rivet run`, `rivet validate`, chunk worker threads). */
+export const exportLayer = (config: RivetConfig, spec: ExportConfig, env: Env) => {
+  const context = pluginContext(config, env, widestParallel(config), spec.name)
+  return Layer.merge(
+    spec.format.plugin.make(spec.format.config as never, context),
+    spec.destination.plugin.make(spec.destination.config as never, context)
+  ) as Layer.Layer<FormatDriver | SinkDriver, RivetError>
+}
