@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { BatchSchema } from "../../runtime/batch.js"
 import { defineFormat, FormatDriver, type FormatDriverShape } from "../../runtime/plugin.js"
+import { countTextRows, csvRowCounter } from "../text/count-rows.js"
 import { gzipPart } from "../text/gzip.js"
 import { CsvConfig } from "./config.js"
 import { csvRenderers, makeCsvEncoder } from "./encoder.js"
@@ -11,6 +12,7 @@ export const makeCsvDriver = (config: CsvConfig): FormatDriverShape => ({
   extension: config.compression === "gzip" ? "csv.gz" : "csv",
   contentType: "text/csv; charset=utf-8",
   compression: config.compression,
+  countRows: countTextRows("csv", csvRowCounter),
   validate: Effect.fn("CsvFormat.validate")(function* (schema: BatchSchema) {
     yield* csvRenderers(schema)
   }),

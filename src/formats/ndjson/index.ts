@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { BatchSchema } from "../../runtime/batch.js"
 import { defineFormat, FormatDriver, type FormatDriverShape } from "../../runtime/plugin.js"
+import { countTextRows, ndjsonRowCounter } from "../text/count-rows.js"
 import { gzipPart } from "../text/gzip.js"
 import { NdjsonConfig } from "./config.js"
 import { makeNdjsonEncoder, ndjsonRenderers } from "./encoder.js"
@@ -11,6 +12,7 @@ export const makeNdjsonDriver = (config: NdjsonConfig): FormatDriverShape => ({
   extension: config.compression === "gzip" ? "ndjson.gz" : "ndjson",
   contentType: "application/x-ndjson",
   compression: config.compression,
+  countRows: countTextRows("ndjson", ndjsonRowCounter),
   validate: Effect.fn("NdjsonFormat.validate")(function* (schema: BatchSchema) {
     yield* ndjsonRenderers(schema)
   }),

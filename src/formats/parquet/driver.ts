@@ -4,6 +4,7 @@ import { describeCause, FormatError } from "../../runtime/errors.js"
 import type { FormatDriverShape } from "../../runtime/plugin.js"
 import { type ParquetConfig, rowGroupLimits } from "./config.js"
 import { makeCodec } from "./compressors.js"
+import { countParquetRows } from "./count-rows.js"
 import { makePartEncoder } from "./encoder.js"
 import { schemaProblems } from "./schema.js"
 
@@ -28,6 +29,7 @@ export const makeParquetDriver = (config: ParquetConfig): Effect.Effect<FormatDr
     contentType: "application/vnd.apache.parquet",
     compression: codec.label,
     validate,
+    countRows: countParquetRows,
     open: Effect.fn("ParquetFormat.open")(function* (schema: BatchSchema) {
       yield* validate(schema)
       return yield* Effect.try({

@@ -1,0 +1,62 @@
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { validateConfigFile } from "../../registry/load-config.js"
+import { validateConfig } from "../../runtime/validate/validate.js"
+import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
+import { jsonReport, renderSummary, renderValidation, validationErrors } from "../validate-render.js"
+import { configOption, verboseOption } from "./run.js"
+
+const exportOption = Options.text("export").pipe(
+  Options.withAlias("e"),
+  Options.repeated,
+  Options.withDescription("Validate only this export (repeatable). Default: every export in the config.")
+)
+
+const strictOption = Options.boolean("strict").pipe(
+  Options.withDescription(
+    "Fail (exit 3) on warnings too: data objects the manifest does not list (e.g. parts of earlier runs) and what could not be verified."
+  )
+)
+
+const jsonOption = Options.boolean("json").pipe(
+  Options.withDescription("Print a JSON report on stdout: { ok, strict, exports: [{ export, status, findings, … }] }.")
+)
+
+const out = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
+
+/** `rivet validate -c export.yaml [-e name]… [--strict] [--json]` — checks what each export's destination holds. */
+export const validateCommand = Command.make(
+  "validate",
+  { config: configOption, exports: exportOption, strict: strictOption, json: jsonOption, verbose: verboseOption },
+  ({ config, exports, strict, json }) =>
+    Effect.gen(function* () {
+      const loaded = yield* validateConfigFile(config)
+      if (Either.isLeft(loaded)) return yield* configFailure(loaded.left)
+      const results = yield* Effect.either(validateConfig(loaded.right, { only: exports, strict }))
+      if (Either.isLeft(results)) {
+        yield* printErrors([results.left])
+        return new ExitCode(worstExitCode([results.left]))
+      }
+      const errors = validationErrors(results.right)
+      if (json) {
+        yield* out(JSON.stringify(jsonReport(results.right, strict), null, 2))
+      } else {
+        for (const result of results.right) {
+          if (result._tag === "validated") yield* out(renderValidation(result.validation).join("\n"))
+        }
+        yield* out(renderSummary(results.right))
+      }
+      // Errors that stopped a check (unreachable destination, no permission) go to stderr; findings were printed.
+      yield* printErrors(results.right.flatMap((result) => (result._tag === "error" ? [result.error] : [])))
+      return new ExitCode(worstExitCode(errors))
+    })
+).pipe(
+  Command.withDescription(
+    "Check each export's destination against its manifest.json: _SUCCESS matches the manifest, every part exists " +
+      "with its recorded size, sha256 (re-read) and row count, and no data object is untracked. Exit 3 on any " +
+      "mismatch.\n\nExample:\n  rivet validate -c export.yaml\n  rivet validate -c export.yaml -e orders --strict\n" +
+      "  rivet validate -c export.yaml --json > report.json"
+  )
+)

@@ -1,0 +1,56 @@
+import * as Effect from "effect/Effect"
+import type { RivetConfig } from "../runtime/config/model.js"
+import type { RivetError } from "../runtime/errors.js"
+import type { ExportRun } from "../runtime/run.js"
+import { failures } from "../runtime/validate/findings.js"
+import { validateExport } from "../runtime/validate/validate.js"
+import { integrityErrorOf, renderValidation } from "./validate-render.js"
+
+/** Untracked objects listed after a run before the rest are only counted. */
+const MAX_UNTRACKED_AFTER_RUN = 3
+
+const write = (text: string) => Effect.sync(() => void process.stderr.write(text))
+
+/**
+ * `rivet run --validate`: validates, right after the run, every export that succeeded and wrote markers (stdout
+ * and skipped runs have nothing to check), printing the findings on stderr — or, with `--json`, one `validated`
+ * event per export. Returns the errors: an IntegrityError (exit 3) per export that failed validation, and the
+ * error that stopped a check. Warnings (untracked objects) never fail here; `rivet validate --strict` is for that.
+ */
+export const validateAfterRun = (
+  config: RivetConfig,
+  runs: ReadonlyArray<ExportRun>,
+  options: { readonly json: boolean }
+): Effect.Effect<ReadonlyArray<RivetError>> =>
+  Effect.gen(function* () {
+    const errors: Array<RivetError> = []
+    for (const run of runs) {
+      if (run._tag !== "success" || run.result.status !== "success" || run.result.manifest === undefined) continue
+      const spec = config.exports.find((candidate) => candidate.name === run.result.exportName)
+      if (spec === undefined) continue
+      const outcome = yield* Effect.either(validateExport(config, spec))
+      if (outcome._tag === "Left") {
+        errors.push(outcome.left)
+        continue
+      }
+      const validation = outcome.right
+      if (options.json) {
+        yield* write(
+          `${JSON.stringify({
+            event: "validated",
+            time: new Date().toISOString(),
+            export: validation.exportName,
+            ok: failures(validation).length === 0,
+            parts: validation.parts,
+            rows: validation.rows,
+            findings: validation.findings
+          })}\n`
+        )
+      } else {
+        yield* write(`${renderValidation(validation, MAX_UNTRACKED_AFTER_RUN).join("\n")}\n`)
+      }
+      const error = integrityErrorOf(validation)
+      if (error) errors.push(error)
+    }
+    return errors
+  })

@@ -1,0 +1,65 @@
+/** What `rivet validate` can find wrong at a destination (docs/validate.md). */
+export type FindingCode =
+  | "MANIFEST_MISSING"
+  | "MANIFEST_INVALID"
+  | "SUCCESS_MISSING"
+  | "SUCCESS_STALE"
+  | "SUCCESS_MALFORMED"
+  | "PART_MISSING"
+  | "PART_SIZE_MISMATCH"
+  | "PART_CHECKSUM_MISMATCH"
+  | "PART_ROW_COUNT"
+  | "PART_UNREADABLE"
+  | "UNTRACKED_OBJECT"
+  | "NOT_VERIFIED"
+
+/**
+ * `error` fails validation (exit 3); `warning` is reported only — unless `--strict`, which makes every warning an
+ * error.
+ */
+export type Severity = "error" | "warning"
+
+/** One problem found at a destination, naming the object it is about (a key relative to the destination). */
+export interface Finding {
+  readonly code: FindingCode
+  readonly severity: Severity
+  readonly object: string
+  readonly message: string
+}
+
+/**
+ * Codes that are warnings by default: an untracked object may be a part of an earlier run (every run rewrites
+ * `manifest.json`, so one manifest cannot vouch for older parts), and what could not be checked is not proven
+ * wrong.
+ */
+const WARNINGS: ReadonlySet<FindingCode> = new Set(["UNTRACKED_OBJECT", "NOT_VERIFIED"])
+
+export const finding = (code: FindingCode, object: string, message: string, strict: boolean): Finding => ({
+  code,
+  severity: strict || !WARNINGS.has(code) ? "error" : "warning",
+  object,
+  message
+})
+
+/** The validation of one export's destination. */
+export interface ExportValidation {
+  readonly exportName: string
+  /** The destination root. */
+  readonly uri: string
+  /** False when the destination cannot be listed or read back (stdout): nothing was checked. */
+  readonly verifiable: boolean
+  /** Parts listed in the manifest (0 when there is none). */
+  readonly parts: number
+  /** Rows recorded in the manifest (0 when there is none). */
+  readonly rows: number
+  readonly findings: ReadonlyArray<Finding>
+}
+
+export const failures = (validation: ExportValidation): ReadonlyArray<Finding> =>
+  validation.findings.filter((item) => item.severity === "error")
+
+export const warnings = (validation: ExportValidation): ReadonlyArray<Finding> =>
+  validation.findings.filter((item) => item.severity === "warning")
+
+/** `120000` → `120,000`. */
+export const formatCount = (value: number): string => value.toLocaleString("en-US")

@@ -1,0 +1,123 @@
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { describeCause } from "../errors.js"
+import { invalidKeyReason } from "../keys.js"
+import { sha256Hex } from "../manifest.js"
+import { MANIFEST_KEY, SUCCESS_KEY } from "../naming.js"
+import { type Finding, finding, formatCount } from "./findings.js"
+
+const Count = Schema.Int.pipe(Schema.nonNegative())
+
+const StoredPart = Schema.Struct({
+  path: Schema.String.pipe(Schema.filter((path) => invalidKeyReason(path) ?? true)),
+  rows: Count,
+  size_bytes: Count,
+  content_fingerprint: Schema.String.pipe(
+    Schema.pattern(/^sha256:[0-9a-f]{64}$/, { message: () => "expected sha256:<64 lowercase hex digits>" })
+  )
+})
+
+/** The fields of `manifest.json` that validation relies on; others are ignored. */
+const StoredManifest = Schema.Struct({
+  manifest_version: Schema.Literal(1),
+  export_name: Schema.String,
+  started_at: Schema.String,
+  format: Schema.String,
+  row_count: Count,
+  part_count: Count,
+  parts: Schema.Array(StoredPart)
+})
+
+/** A manifest as validation reads it. */
+export type StoredManifest = typeof StoredManifest.Type
+
+const decodeManifest = Schema.decodeUnknownEither(StoredManifest, { errors: "first" })
+
+/** Why the bytes are not a manifest this Rivet can check, or the manifest. */
+const parseManifest = (bytes: Uint8Array): Either.Either<StoredManifest, string> => {
+  let value: unknown
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes))
+  } catch (cause) {
+    return Either.left(`not valid JSON (${describeCause(cause)})`)
+  }
+  if (typeof value === "object" && value !== null && "manifest_version" in value && value.manifest_version !== 1) {
+    return Either.left(
+      `manifest_version ${JSON.stringify(value.manifest_version)} is not one this Rivet reads (it reads version 1)`
+    )
+  }
+  return Either.mapLeft(decodeManifest(value), (error) => {
+    const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+    const where = (issue?.path ?? [])
+      .map((segment) => (typeof segment === "number" ? `[${segment}]` : `.${String(segment)}`))
+      .join("")
+      .replace(/^\./, "")
+    return `unexpected content${where === "" ? "" : ` at ${where}`}: ${issue?.message ?? "not a manifest"}`
+  })
+}
+
+/**
+ * Checks `manifest.json`: that it decodes, belongs to `exportName`, and that its totals agree with its parts (a
+ * manifest edited by hand rarely keeps them consistent). Returns the manifest when its parts can be checked.
+ */
+export const checkManifest = (
+  bytes: Uint8Array,
+  exportName: string,
+  strict: boolean
+): { readonly manifest?: StoredManifest; readonly findings: ReadonlyArray<Finding> } => {
+  const parsed = parseManifest(bytes)
+  if (Either.isLeft(parsed)) {
+    return { findings: [finding("MANIFEST_INVALID", MANIFEST_KEY, parsed.left, strict)] }
+  }
+  const manifest = parsed.right
+  const findings: Array<Finding> = []
+  const invalid = (message: string) => findings.push(finding("MANIFEST_INVALID", MANIFEST_KEY, message, strict))
+  if (manifest.export_name !== exportName) {
+    invalid(
+      `belongs to export '${manifest.export_name}', not '${exportName}': do two exports share this destination?`
+    )
+  }
+  const rows = manifest.parts.reduce((sum, part) => sum + part.rows, 0)
+  if (manifest.row_count !== rows) {
+    invalid(
+      `row_count is ${formatCount(manifest.row_count)} but its parts hold ${formatCount(rows)} rows (tampered manifest)`
+    )
+  }
+  if (manifest.part_count !== manifest.parts.length) {
+    invalid(`part_count is ${manifest.part_count} but it lists ${manifest.parts.length} parts (tampered manifest)`)
+  }
+  const seen = new Set<string>()
+  for (const part of manifest.parts) {
+    if (seen.has(part.path)) invalid(`lists ${part.path} twice (tampered manifest)`)
+    seen.add(part.path)
+  }
+  return { manifest, findings }
+}
+
+const SUCCESS_BODY = /^sha256:([0-9a-f]{64})\n$/
+
+/** `_SUCCESS` must hold `sha256:<hex of the manifest bytes>\n`. */
+export const checkSuccessMarker = (
+  marker: Uint8Array,
+  manifestBytes: Uint8Array,
+  strict: boolean
+): ReadonlyArray<Finding> => {
+  const body = new TextDecoder().decode(marker)
+  const match = SUCCESS_BODY.exec(body)
+  if (match === null) {
+    const shown = JSON.stringify(body.length > 80 ? `${body.slice(0, 80)}…` : body)
+    return [finding("SUCCESS_MALFORMED", SUCCESS_KEY, `holds ${shown}, expected sha256:<hex of ${MANIFEST_KEY}> and a newline`, strict)]
+  }
+  const actual = sha256Hex(manifestBytes)
+  if (match[1] === actual) return []
+  return [
+    finding(
+      "SUCCESS_STALE",
+      SUCCESS_KEY,
+      `records sha256:${match[1]} but ${MANIFEST_KEY} hashes to sha256:${actual}: the manifest changed after the run ` +
+        "that wrote it finished, or a later run did not finish",
+      strict
+    )
+  ]
+}
