@@ -37,31 +37,52 @@ export const validateConfigValue = (
     return yield* validateConfig({ value: resolved, configDir, origin, plugins: resolver })
   }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
 
+const readConfigText = (file: string) =>
+  Effect.tryPromise({
+    try: () => fs.readFile(file, "utf8"),
+    catch: (cause) =>
+      new ConfigError({
+        path: file,
+        message: `cannot read the config file: ${describeCause(cause)}`,
+        hint: "check the --config path"
+      })
+  })
+
+/**
+ * Only the `plugins:` list of a config file (with `${VAR}` substituted) and the directory it resolves against —
+ * for `rivet plugins`, which must work on a config whose other parts are unfinished.
+ */
+export const readPluginSpecifiers = (
+  file: string,
+  options: Pick<LoadOptions, "env"> = {}
+): Effect.Effect<{ readonly specifiers: ReadonlyArray<string>; readonly configDir: string }, ConfigError> =>
+  Effect.gen(function* () {
+    const parsed = yield* parseYaml(yield* readConfigText(file), file)
+    const value = parsed.value
+    const raw = value !== null && typeof value === "object" && "plugins" in value ? { plugins: value.plugins } : {}
+    const specifiers = pluginList(yield* interpolate(raw, options.env ?? process.env))
+    return { specifiers, configDir: path.dirname(path.resolve(file)) }
+  })
+
 /** Reads and validates a YAML config file, returning every problem found. */
 export const validateConfigFile = (
   file: string,
   options: LoadOptions = {}
 ): Effect.Effect<Either.Either<RivetConfig, ReadonlyArray<ConfigError>>> =>
   Effect.gen(function* () {
-    const text = yield* Effect.tryPromise({
-      try: () => fs.readFile(file, "utf8"),
-      catch: (cause) =>
-        new ConfigError({
-          path: file,
-          message: `cannot read the config file: ${describeCause(cause)}`,
-          hint: "check the --config path"
+    const parsed = yield* parseYaml(yield* readConfigText(file), file)
+    const result = yield* validateConfigValue(parsed.value, path.dirname(path.resolve(file)), file, options)
+    const reloadable = (options.plugins ?? []).length === 0
+    return Either.mapBoth(result, {
+      onRight: (config): RivetConfig => ({ ...config, reloadable }),
+      onLeft: (errors) =>
+        errors.map((error) => {
+          const line = parsed.lineOf(pathSegments(error.path))
+          return line === undefined
+            ? error
+            : new ConfigError({ path: `${error.path} (line ${line})`, message: error.message, hint: error.hint })
         })
     })
-    const parsed = yield* parseYaml(text, file)
-    const result = yield* validateConfigValue(parsed.value, path.dirname(path.resolve(file)), file, options)
-    return Either.mapLeft(result, (errors) =>
-      errors.map((error) => {
-        const line = parsed.lineOf(pathSegments(error.path))
-        return line === undefined
-          ? error
-          : new ConfigError({ path: `${error.path} (line ${line})`, message: error.message, hint: error.hint })
-      })
-    )
   }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
 
 /** Reads, validates and decodes a YAML config file, failing with the first problem. */
@@ -71,7 +92,7 @@ export const loadConfigFile = (file: string, options: LoadOptions = {}): Effect.
   )
 
 /** `exports[1].destination.bucket` → ["exports", 1, "destination", "bucket"]. */
-const pathSegments = (configPath: string): Array<string | number> =>
+export const pathSegments = (configPath: string): Array<string | number> =>
   configPath
     .split(/\.|(?=\[)/)
     .filter(Boolean)

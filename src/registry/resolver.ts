@@ -1,7 +1,9 @@
+import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type { PluginResolver } from "../runtime/config/decode.js"
 import { ConfigError, describeCause } from "../runtime/errors.js"
 import { type AnyPlugin, type FormatPlugin, PLUGIN_API_VERSION, type SinkPlugin, type SourcePlugin } from "../runtime/plugin.js"
@@ -9,22 +11,49 @@ import { builtinFormats, builtinSinks, builtinSources } from "./builtins.js"
 
 type Kind = AnyPlugin["kind"]
 type Entry = { readonly origin: string; readonly load: () => Promise<unknown> }
+type Tables = Record<Kind, Map<string, Entry>>
 
-const isPlugin = (value: unknown): value is AnyPlugin =>
-  typeof value === "object" &&
-  value !== null &&
-  "kind" in value &&
-  "type" in value &&
-  "make" in value &&
-  "config" in value &&
-  typeof value.type === "string"
+const KINDS: ReadonlyArray<Kind> = ["source", "format", "sink"]
 
+/** What is wrong with a module's default export, or undefined when it is a plugin value. */
+const pluginProblem = (value: unknown): string | undefined => {
+  if (value === undefined) return "has no default export"
+  if (typeof value !== "object" || value === null) return `default-exports a ${value === null ? "null" : typeof value}, not a plugin`
+  const record = value as Record<string, unknown>
+  if (!KINDS.includes(record["kind"] as Kind)) return "default export is not a plugin value (no kind: source, format or sink)"
+  if (typeof record["type"] !== "string" || record["type"] === "") return "default export has no 'type' string"
+  if (!Schema.isSchema(record["config"])) return `${String(record["type"])}: 'config' is not an effect Schema`
+  if (typeof record["make"] !== "function") return `${String(record["type"])}: 'make' is not a function`
+  return undefined
+}
+
+/**
+ * The module URL of a `plugins:` entry. Paths (`./x.js`, `../plugins/my-sink`, absolute) are relative to the config
+ * file; a directory means the package in it (its `exports["."]`, else `main`, else `index.js`). Anything else is
+ * an npm package name, resolved from the config's directory like that project's own dependencies.
+ */
 const importSpecifier = (specifier: string, configDir: string): string => {
-  if (specifier.startsWith(".") || path.isAbsolute(specifier)) {
-    return pathToFileURL(path.resolve(configDir, specifier)).href
+  if (!specifier.startsWith(".") && !path.isAbsolute(specifier)) {
+    return pathToFileURL(createRequire(path.join(configDir, "noop.js")).resolve(specifier)).href
   }
-  // npm names resolve from the config's directory, like a project's own dependencies.
-  return pathToFileURL(createRequire(path.join(configDir, "noop.js")).resolve(specifier)).href
+  const target = path.resolve(configDir, specifier)
+  return pathToFileURL(fs.statSync(target, { throwIfNoEntry: false })?.isDirectory() ? packageEntry(target) : target).href
+}
+
+const packageEntry = (dir: string): string => {
+  const manifestPath = path.join(dir, "package.json")
+  if (!fs.existsSync(manifestPath)) return path.join(dir, "index.js")
+  const manifest = JSON.parse(fs.readFileSync(manifestPath, "utf8")) as { exports?: unknown; main?: unknown }
+  const root = (value: unknown): unknown =>
+    typeof value === "object" && value !== null && "." in value ? (value as Record<string, unknown>)["."] : value
+  const entry = (value: unknown): string | undefined => {
+    if (typeof value === "string") return value
+    if (typeof value !== "object" || value === null) return undefined
+    const conditions = value as Record<string, unknown>
+    return entry(conditions["import"]) ?? entry(conditions["node"]) ?? entry(conditions["default"])
+  }
+  const main = entry(root(manifest.exports)) ?? (typeof manifest.main === "string" ? manifest.main : "index.js")
+  return path.resolve(dir, main)
 }
 
 const loadThirdParty = (specifier: string, index: number, configDir: string) =>
@@ -34,32 +63,88 @@ const loadThirdParty = (specifier: string, index: number, configDir: string) =>
       new ConfigError({
         path: `plugins[${index}]`,
         message: `cannot load plugin '${specifier}': ${describeCause(cause)}`,
-        hint: "give an installed npm package name or a path relative to the config file"
+        hint: "give an installed npm package name, or a path (file or package directory) relative to the config file; a package written in TypeScript must be built first"
       })
   }).pipe(
     Effect.flatMap((module) => {
       const plugin = module.default
-      if (!isPlugin(plugin)) {
+      const problem = pluginProblem(plugin)
+      if (problem !== undefined) {
         return Effect.fail(
           new ConfigError({
             path: `plugins[${index}]`,
-            message: `plugin '${specifier}' has no valid default export`,
-            hint: "the module must `export default defineSink({...})` (or defineSource / defineFormat)"
+            message: `plugin '${specifier}' ${problem}`,
+            hint: "the module must `export default defineSink({...})` (or defineSource / defineFormat) from 'rivet/plugin'"
           })
         )
       }
-      if (plugin.apiVersion !== PLUGIN_API_VERSION) {
+      const valid = plugin as AnyPlugin
+      if (valid.apiVersion !== PLUGIN_API_VERSION) {
         return Effect.fail(
           new ConfigError({
             path: `plugins[${index}]`,
-            message: `plugin '${specifier}' targets plugin API version ${String(plugin.apiVersion)}, this Rivet supports ${PLUGIN_API_VERSION}`,
+            message: `plugin '${specifier}' targets plugin API version ${String(valid.apiVersion)}, this Rivet supports ${PLUGIN_API_VERSION}`,
             hint: "upgrade Rivet or use a plugin release built for this version"
           })
         )
       }
-      return Effect.succeed(plugin)
+      return Effect.succeed(valid)
     })
   )
+
+/** Built-ins, then plugins passed in code, then the `plugins:` modules; a type defined twice fails naming both. */
+const loadTables = (
+  specifiers: ReadonlyArray<string>,
+  configDir: string,
+  extra: ReadonlyArray<AnyPlugin>
+): Effect.Effect<Tables, ConfigError> =>
+  Effect.gen(function* () {
+    const tables: Tables = { source: new Map(), format: new Map(), sink: new Map() }
+    const builtins: Array<[Kind, Readonly<Record<string, () => Promise<unknown>>>]> = [
+      ["source", builtinSources],
+      ["format", builtinFormats],
+      ["sink", builtinSinks]
+    ]
+    for (const [kind, table] of builtins) {
+      for (const [type, load] of Object.entries(table)) tables[kind].set(type, { origin: "built-in", load })
+    }
+    const register = (plugin: AnyPlugin, origin: string, configPath: string) => {
+      const existing = tables[plugin.kind].get(plugin.type)
+      if (existing) {
+        return Effect.fail(
+          new ConfigError({
+            path: configPath,
+            message: `${plugin.kind} type '${plugin.type}' is defined twice: by ${existing.origin} and by ${origin}`,
+            hint:
+              existing.origin === "built-in"
+                ? `a plugin cannot replace the built-in '${plugin.type}'; give it another type`
+                : "remove one of them from plugins:"
+          })
+        )
+      }
+      tables[plugin.kind].set(plugin.type, { origin, load: () => Promise.resolve(plugin) })
+      return Effect.void
+    }
+    for (const [index, plugin] of extra.entries()) {
+      const problem = pluginProblem(plugin)
+      if (problem !== undefined) {
+        return yield* new ConfigError({ path: `plugins[${index}]`, message: `the plugin passed in code ${problem}` })
+      }
+      yield* register(plugin, "the program", "plugins")
+    }
+    for (const [index, specifier] of specifiers.entries()) {
+      const plugin = yield* loadThirdParty(specifier, index, configDir)
+      yield* register(plugin, `'${specifier}'`, `plugins[${index}]`)
+    }
+    return tables
+  })
+
+const loadEntry = <P>(kind: Kind, type: string, entry: Entry): Effect.Effect<P, ConfigError> =>
+  Effect.tryPromise({
+    try: () => entry.load() as Promise<P>,
+    catch: (cause) =>
+      new ConfigError({ path: kind, message: `cannot load the ${kind} plugin '${type}': ${describeCause(cause)}` })
+  })
 
 /**
  * The plugins available to a config: the built-ins plus the modules listed under `plugins:`.
@@ -70,45 +155,12 @@ export const makeResolver = (
   configDir: string,
   extra: ReadonlyArray<AnyPlugin> = []
 ): Effect.Effect<PluginResolver, ConfigError> =>
-  Effect.gen(function* () {
-    const tables: Record<Kind, Map<string, Entry>> = { source: new Map(), format: new Map(), sink: new Map() }
-    const builtins: Array<[Kind, Readonly<Record<string, () => Promise<unknown>>>]> = [
-      ["source", builtinSources],
-      ["format", builtinFormats],
-      ["sink", builtinSinks]
-    ]
-    for (const [kind, table] of builtins) {
-      for (const [type, load] of Object.entries(table)) tables[kind].set(type, { origin: "built-in", load })
-    }
-    const register = (plugin: AnyPlugin, origin: string, path: string) => {
-      const existing = tables[plugin.kind].get(plugin.type)
-      if (existing) {
-        return Effect.fail(
-          new ConfigError({
-            path,
-            message: `${plugin.kind} type '${plugin.type}' is defined twice: by ${existing.origin} and by ${origin}`,
-            hint: "remove one of them from plugins:"
-          })
-        )
-      }
-      tables[plugin.kind].set(plugin.type, { origin, load: () => Promise.resolve(plugin) })
-      return Effect.void
-    }
-    for (const plugin of extra) yield* register(plugin, "the program", "plugins")
-    for (const [index, specifier] of specifiers.entries()) {
-      const plugin = yield* loadThirdParty(specifier, index, configDir)
-      yield* register(plugin, `'${specifier}'`, `plugins[${index}]`)
-    }
+  Effect.map(loadTables(specifiers, configDir, extra), (tables) => {
     const lookup =
       <P>(kind: Kind) =>
       (type: string): Effect.Effect<P | undefined, ConfigError> => {
         const entry = tables[kind].get(type)
-        if (!entry) return Effect.succeed(undefined)
-        return Effect.tryPromise({
-          try: () => entry.load() as Promise<P>,
-          catch: (cause) =>
-            new ConfigError({ path: kind, message: `cannot load the ${kind} plugin '${type}': ${describeCause(cause)}` })
-        })
+        return entry ? loadEntry<P>(kind, type, entry) : Effect.succeed(undefined)
       }
     return {
       source: lookup<SourcePlugin>("source"),
@@ -122,5 +174,32 @@ export const makeResolver = (
     }
   })
 
-/** Where each available plugin type comes from (for `rivet plugins`). */
-export type PluginOrigins = Record<Kind, ReadonlyArray<{ type: string; origin: string }>>
+/** One available plugin type, for `rivet plugins`. */
+export interface PluginListing {
+  readonly type: string
+  /** `built-in`, `the program`, or the `plugins:` entry in quotes. */
+  readonly origin: string
+  readonly description?: string | undefined
+}
+
+/** Where each available plugin type comes from (for `rivet plugins`), sorted by type. */
+export type PluginOrigins = Record<Kind, ReadonlyArray<PluginListing>>
+
+/** Every available source, format and sink type with its origin and description (loads each plugin to read it). */
+export const listPlugins = (
+  specifiers: ReadonlyArray<string>,
+  configDir: string,
+  extra: ReadonlyArray<AnyPlugin> = []
+): Effect.Effect<PluginOrigins, ConfigError> =>
+  Effect.gen(function* () {
+    const tables = yield* loadTables(specifiers, configDir, extra)
+    const list = (kind: Kind) =>
+      Effect.forEach([...tables[kind].entries()].sort(([a], [b]) => a.localeCompare(b)), ([type, entry]) =>
+        Effect.map(loadEntry<AnyPlugin>(kind, type, entry), (plugin) => ({
+          type,
+          origin: entry.origin,
+          description: plugin.description
+        }))
+      )
+    return { source: yield* list("source"), format: yield* list("format"), sink: yield* list("sink") }
+  })

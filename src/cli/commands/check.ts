@@ -1,0 +1,48 @@
+import * as Command from "@effect/cli/Command"
+import * as Effect from "effect/Effect"
+import { checkConfigFile } from "../../registry/check-config.js"
+import type { LintFinding } from "../../runtime/config/lint.js"
+import { ExitCode, printErrors } from "../exit.js"
+import { configOption } from "./run.js"
+
+const LABEL = { error: "Error", warning: "Warning", note: "Note" } as const
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/g
+
+/**
+ * `Warning: <path>: message` (or `Note: …`), each followed by its `Hint:` line — once: the same advice for five
+ * exports is printed after the first.
+ */
+export const renderFindings = (findings: ReadonlyArray<LintFinding>): string => {
+  const hinted = new Set<string>()
+  const lines = findings.flatMap((finding) => {
+    const line = `${LABEL[finding.severity]}: ${finding.path}: ${finding.message}`
+    if (!finding.hint || hinted.has(finding.hint)) return [line]
+    hinted.add(finding.hint)
+    return [line, `Hint: ${finding.hint}`]
+  })
+  return lines.map((line) => `${line.replace(CONTROL, "")}\n`).join("")
+}
+
+const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
+
+/** `rivet check -c export.yaml` — decodes and lints a config without connecting to anything. */
+export const checkCommand = Command.make("check", { config: configOption }, ({ config }) =>
+  Effect.gen(function* () {
+    const report = yield* checkConfigFile(config)
+    yield* printErrors(report.errors)
+    yield* Effect.sync(() => void process.stderr.write(renderFindings([...report.warnings, ...report.notes])))
+    if (report.errors.length > 0) return new ExitCode(1)
+    const counts = [
+      report.warnings.length > 0 ? `, ${plural(report.warnings.length, "warning")}` : "",
+      report.notes.length > 0 ? `, ${plural(report.notes.length, "note")}` : ""
+    ].join("")
+    yield* Effect.sync(() => void process.stdout.write(`OK: ${config}: ${report.exportCount} export(s) valid${counts}\n`))
+    return new ExitCode(0)
+  })
+).pipe(
+  Command.withDescription(
+    "Check a config without connecting to anything: every error at once (with its path), then warnings and notes about likely mistakes. Exit 1 on any error.\n\nExample:\n  rivet check -c examples/quickstart.yaml\n  rivet check -c export.yaml && rivet run -c export.yaml"
+  )
+)

@@ -1,0 +1,161 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { runCli, writeConfig } from "../support/cli.js"
+
+// Port 1 never answers: `rivet check` must not try.
+const source = "source: { type: postgres, url: 'postgres://postgres@127.0.0.1:1/none' }"
+
+const written: Array<string> = []
+const config = (yaml: string) => {
+  const file = writeConfig(yaml)
+  written.push(path.dirname(file))
+  return file
+}
+afterAll(() => {
+  for (const dir of written) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const check = (file: string) => runCli(["check", "-c", file])
+
+const linesStarting = (text: string, prefix: string) => text.split("\n").filter((line) => line.startsWith(prefix))
+
+/** A config no lint has anything to say about. */
+const clean = `${source}
+exports:
+  - name: orders
+    table: orders
+    max_file_size: 256MiB
+    destination: { type: local, path: out/orders }
+  - name: events
+    table: events
+    mode: chunked
+    parallel: 4
+    chunk_checkpoint: true
+    format: csv
+    compression: gzip
+    destination: { type: s3, bucket: lake, region: us-east-1, prefix: raw/events }
+`
+
+describe("rivet check", () => {
+  it("accepts a clean config without connecting or writing anything: one OK line on stdout, nothing on stderr", async () => {
+    const file = config(clean)
+    const result = await check(file)
+    expect(result.stderr).toBe("")
+    expect(result.stdout).toBe(`OK: ${file}: 2 export(s) valid\n`)
+    expect(result.code).toBe(0)
+    expect(fs.readdirSync(path.dirname(file))).toEqual(["rivet.yaml"]) // no state file, no output directory
+  })
+
+  it("reports every error of a config in one pass, each with its path and line, and exits 1", async () => {
+    const file = config(`${source}
+exports:
+  - name: orders
+    table: orders
+    batch_size: many
+    destination: { type: local, path: out, pth: x }
+  - name: events
+    table: events
+    format: csv
+    compression: zstd
+    destination: { type: lokal, path: out2 }
+`)
+    const result = await check(file)
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe("")
+    expect(linesStarting(result.stderr, "Error: ")).toEqual([
+      'Error: exports[0].batch_size (line 5): expected number, actual "many"',
+      "Error: exports[0].destination.pth (line 6): unknown key 'pth'",
+      'Error: exports[1].compression (line 10): CSV output supports compression none or gzip, not "zstd"',
+      "Error: exports[1].destination.type (line 11): unknown destination type 'lokal'"
+    ])
+    expect(linesStarting(result.stderr, "Hint: ")).toEqual(["Hint: did you mean 'path'?", "Hint: did you mean 'local'?"])
+  })
+
+  it("refuses two exports writing to the same place (their manifests would overwrite each other), naming both", async () => {
+    const file = config(`${source}
+exports:
+  - name: orders
+    table: orders
+    max_file_size: 1GiB
+    destination: { type: local, path: out }
+  - name: customers
+    table: customers
+    max_file_size: 1GiB
+    destination: { type: local, path: ./out/ }
+`)
+    const result = await check(file)
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe("")
+    const errors = linesStarting(result.stderr, "Error: ")
+    expect(errors).toHaveLength(1)
+    expect(errors[0]).toContain("exports[1].destination (line 10): writes to the same destination as export 'orders' (exports[0].destination)")
+    expect(result.stderr).toContain("manifest.json and _SUCCESS")
+  })
+
+  /** [lint, export lines, severity label, path the finding names, a phrase of its message] */
+  const lints: ReadonlyArray<readonly [string, string, "Warning" | "Note", string, string]> = [
+    ["gzip NDJSON in one file", "    query: select 1\n    format: ndjson\n    compression: gzip", "Warning", "exports[0].compression (line 6)", "cannot be split"],
+    ["gzip CSV, incremental", "    table: t\n    mode: incremental\n    cursor_column: id\n    format: csv\n    compression: gzip", "Warning", "exports[0].compression (line 8)", "read each .csv.gz with one worker"],
+    ["a whole table in one file", "    table: app.orders", "Note", "exports[0].table (line 4)", "mode: full writes all of 'app.orders' into one file"],
+    ["chunked without checkpoint", "    table: t\n    mode: chunked", "Note", "exports[0].mode (line 5)", "starts over from the first chunk"],
+    ["keyset without checkpoint", "    table: t\n    mode: keyset", "Note", "exports[0].mode (line 5)", "starts over from the first page"],
+    ["a large batch", "    query: select 1\n    batch_size: 200000", "Warning", "exports[0].batch_size (line 5)", "batch_size 200000 holds 200000 rows in memory"],
+    ["a large batch in parallel", "    table: t\n    mode: chunked\n    chunk_checkpoint: true\n    parallel: 4\n    batch_size: 150000", "Warning", "exports[0].batch_size (line 8)", "150000 rows × parallel 4"],
+    ["many connections", "    table: t\n    mode: chunked\n    chunk_checkpoint: true\n    parallel: 32", "Warning", "exports[0].parallel (line 7)", "opens 32 source connections"],
+    ["a size without a unit", "    table: t\n    max_file_size: 500", "Warning", "exports[0].max_file_size (line 5)", "max_file_size is 500 B"]
+  ]
+
+  it.concurrent.each(lints)("%s → one finding naming its path, exit 0", async (_lint, lines, label, at, phrase) => {
+    const file = config(`${source}\nexports:\n  - name: e\n${lines}\n    destination: { type: local, path: out }\n`)
+    const result = await check(file)
+    expect(result.code).toBe(0)
+    const findings = [...linesStarting(result.stderr, "Warning: "), ...linesStarting(result.stderr, "Note: ")]
+    expect(findings).toHaveLength(1)
+    expect(findings[0]).toMatch(new RegExp(`^${label}: `))
+    expect(findings[0]).toContain(`${at}: `)
+    expect(findings[0]).toContain(phrase)
+    expect(linesStarting(result.stderr, "Hint: ")).toHaveLength(1)
+    const counted = label === "Warning" ? "1 warning" : "1 note"
+    expect(result.stdout).toBe(`OK: ${file}: 1 export(s) valid, ${counted}\n`)
+  })
+
+  it("warns about two exports on stdout (their bytes would be concatenated) without failing", async () => {
+    const file = config(`${source}
+exports:
+  - { name: a, query: select 1, destination: { type: stdout } }
+  - { name: b, query: select 2, destination: { type: stdout } }
+`)
+    const result = await check(file)
+    expect(result.code).toBe(0)
+    expect(linesStarting(result.stderr, "Warning: ")).toEqual([
+      "Warning: exports[1].destination (line 4): exports 'a' (exports[0]) and 'b' both write to stdout: run together, their bytes are concatenated into one stream"
+    ])
+  })
+
+  it("prints the same hint once for several exports", async () => {
+    const file = config(`${source}
+exports:
+  - { name: a, table: a, destination: { type: local, path: out/a } }
+  - { name: b, table: b, destination: { type: local, path: out/b } }
+`)
+    const result = await check(file)
+    expect(result.code).toBe(0)
+    expect(linesStarting(result.stderr, "Note: ")).toHaveLength(2)
+    expect(linesStarting(result.stderr, "Hint: ")).toHaveLength(1)
+    expect(result.stdout).toBe(`OK: ${file}: 2 export(s) valid, 2 notes\n`)
+  })
+
+  it("reports a missing config file as a usage error", async () => {
+    const result = await check("/nonexistent/rivet.yaml")
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("Error: /nonexistent/rivet.yaml: cannot read the config file")
+  })
+
+  it("--help shows an example", async () => {
+    const result = await runCli(["check", "--help"])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain("Example:")
+    expect(result.stdout).toContain("rivet check -c examples/quickstart.yaml")
+  })
+})
