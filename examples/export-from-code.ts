@@ -4,7 +4,7 @@
  *
  *   DATABASE_URL=postgres://… npx tsx examples/export-from-code.ts
  */
-import { runExports } from "rivet"
+import { runExports, sqliteStateLayer } from "rivet"
 
 export const exportRecentOrders = async (databaseUrl: string, outputDir: string) => {
   const [orders] = await runExports({
@@ -17,6 +17,10 @@ export const exportRecentOrders = async (databaseUrl: string, outputDir: string)
         destination: { type: "local", path: outputDir }
       }
     ]
+  }, {
+    // A one-off full export needs no memory between runs: keep the run journal in memory instead of creating
+    // .rivet_state.db in the current directory (incremental exports want the file, or RIVET_STATE_URL).
+    state: sqliteStateLayer(":memory:")
   })
   return orders!
 }

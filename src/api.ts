@@ -5,12 +5,15 @@ import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import { loadConfigFile, validateConfigValue } from "./registry/load-config.js"
 import type { RivetConfig } from "./runtime/config/model.js"
-import type { ConfigError, RivetError } from "./runtime/errors.js"
+import { didYouMean } from "./runtime/config/issues.js"
+import { ConfigError, type RivetError, type StateError } from "./runtime/errors.js"
 import type { ExportResult } from "./runtime/pipeline.js"
-import type { AnyPlugin } from "./runtime/plugin.js"
+import type { AnyPlugin, BatchTransform } from "./runtime/plugin.js"
 import { type ProgressReporter, silentProgress } from "./runtime/progress.js"
 import { type ExportRun, runConfig } from "./runtime/run.js"
+import type { StateStore } from "./state/store.js"
 
+/** Options of {@link runExports}, {@link runExportsEffect} and {@link loadConfig}. */
 export interface RunExportsOptions {
   /** Directory that relative paths in the config resolve against (default: the current directory). */
   readonly configDir?: string
@@ -22,6 +25,19 @@ export interface RunExportsOptions {
   readonly only?: ReadonlyArray<string>
   /** Progress reporting (default: silent). */
   readonly progress?: Layer.Layer<ProgressReporter>
+  /**
+   * A step of your own between the source and the format, by export name: filter, map or enrich the batches
+   * (`mapRows` builds one from a per-row function). The runtime keeps backpressure, scoping, retries, naming,
+   * the manifest and `_SUCCESS` around it. A name that is not an export of the config is a `ConfigError`.
+   */
+  readonly transforms?: Readonly<Record<string, BatchTransform>>
+  /** Continue unfinished checkpointed runs instead of refusing them (like `rivet run --resume`). */
+  readonly resume?: boolean
+  /**
+   * Where state lives (default: `RIVET_STATE_URL` from `env`, else `.rivet_state.db` in `configDir`).
+   * `sqliteStateLayer(":memory:")` keeps it in memory — incremental cursors are then forgotten after the run.
+   */
+  readonly state?: Layer.Layer<StateStore, StateError>
 }
 
 /** A config given in code: the same shape as the YAML file (`{ source, exports, plugins? }`). */
@@ -49,11 +65,35 @@ export const runExportsEffect = (
   options: RunExportsOptions = {}
 ): Effect.Effect<ReadonlyArray<ExportRun>, RivetError> =>
   Effect.flatMap(loadConfig(input, options), (config) =>
-    runConfig(config, {
-      ...(options.only ? { only: options.only } : {}),
-      ...(options.env ? { env: options.env } : {})
-    }).pipe(Effect.provide(options.progress ?? silentProgress))
+    Effect.zipRight(
+      checkTransforms(config, options.transforms),
+      runConfig(config, {
+        ...(options.only ? { only: options.only } : {}),
+        ...(options.env ? { env: options.env } : {}),
+        ...(options.transforms ? { transforms: options.transforms } : {}),
+        ...(options.resume ? { resume: options.resume } : {}),
+        ...(options.state ? { state: options.state } : {})
+      })
+    ).pipe(Effect.provide(options.progress ?? silentProgress))
   )
+
+/** A transform for an export the config does not have is a mistake (a typo would silently skip it). */
+const checkTransforms = (
+  config: RivetConfig,
+  transforms: RunExportsOptions["transforms"]
+): Effect.Effect<void, ConfigError> => {
+  const known = config.exports.map((spec) => spec.name)
+  const unknown = Object.keys(transforms ?? {}).find((name) => !known.includes(name))
+  if (unknown === undefined) return Effect.void
+  const suggestion = didYouMean(unknown, known)
+  return Effect.fail(
+    new ConfigError({
+      path: `transforms.${unknown}`,
+      message: `there is no export named '${unknown}' to transform`,
+      hint: suggestion ? `did you mean '${suggestion}'?` : `exports: ${known.join(", ")}`
+    })
+  )
+}
 
 /**
  * Runs every export of a config (an object shaped like the YAML file, or a path to one) and resolves

@@ -1,0 +1,52 @@
+/**
+ * `rivet/plugin`: the plugin contract only — `defineSource` / `defineFormat` / `defineSink`, the driver tags, the
+ * batch model and the tagged errors. A plugin package imports this entry (or `rivet`) and nothing else of Rivet;
+ * it loads neither the runtime nor any built-in plugin.
+ */
+export {
+  batchToRows,
+  formatLogicalType,
+  makeBatch,
+  type Batch,
+  type BatchSchema,
+  type Column,
+  type LogicalType,
+  type Value
+} from "./runtime/batch.js"
+export {
+  ConfigError,
+  FormatError,
+  IntegrityError,
+  PluginError,
+  SchemaDriftError,
+  SinkError,
+  SourceError,
+  StateError,
+  type RivetError,
+  type SinkErrorReason
+} from "./runtime/errors.js"
+export { invalidKeyReason } from "./runtime/keys.js"
+export {
+  defineFormat,
+  defineSink,
+  defineSource,
+  FormatDriver,
+  PLUGIN_API_VERSION,
+  SinkDriver,
+  SourceDriver,
+  type AnyPlugin,
+  type BatchTransform,
+  type FormatDriverShape,
+  type FormatPlugin,
+  type PartEncoder,
+  type PluginContext,
+  type SinkCapabilities,
+  type SinkDriverShape,
+  type SinkPlugin,
+  type SourceDriverShape,
+  type SourcePlugin,
+  type SourceQuery,
+  type SourceResult,
+  type StoredObject,
+  type UploadHandle
+} from "./runtime/plugin.js"

@@ -1,0 +1,105 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import { afterAll, describe, expect, it } from "vitest"
+import { batchToRows, ConfigError, makeBatch, mapRows, PluginError, runExports, type BatchTransform } from "../../src/index.js"
+import { memorySink, memorySource } from "../../src/testing/index.js"
+
+const schema = {
+  columns: [
+    { name: "id", type: { kind: "int64" } },
+    { name: "status", type: { kind: "string" } }
+  ]
+} as const
+const rows = Array.from({ length: 25 }, (_, i) => ({ id: BigInt(i), status: i % 5 === 0 ? "test" : "live" }))
+const configDir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-transforms-"))
+afterAll(() => fs.rmSync(configDir, { recursive: true, force: true }))
+
+/** Runs export `orders` from memory to memory as NDJSON; returns the result, the sink and the exported rows. */
+const run = async (transforms: Readonly<Record<string, BatchTransform>>) => {
+  const source = memorySource({ schema, rows })
+  const sink = memorySink()
+  const [result] = await runExports(
+    {
+      source: { type: "memory" },
+      exports: [{ name: "orders", table: "orders", format: "ndjson", batch_size: 10, destination: { type: "memory" } }]
+    },
+    { configDir, plugins: [source.plugin, sink.plugin], transforms }
+  )
+  const part = sink.objects().get(result!.parts[0]!.path)!
+  const lines = Buffer.from(part).toString("utf8").trim().split("\n")
+  return { result: result!, sink, exported: lines.map((line) => JSON.parse(line) as Record<string, unknown>) }
+}
+
+describe("transforms (RunExportsOptions.transforms)", () => {
+  it("mapRows drops rows (null) and adds columns declared from the source schema", async () => {
+    const { result, exported } = await run({
+      orders: mapRows(
+        (row) => (row["status"] === "test" ? null : { ...row, doubled: (row["id"] as bigint) * 2n }),
+        (input) => ({ columns: [...input.columns, { name: "doubled", type: { kind: "int64" } }] })
+      )
+    })
+    expect(result.rows).toBe(20)
+    expect(result.manifest?.schema.map((column) => column.name)).toEqual(["id", "status", "doubled"])
+    expect(exported[0]).toEqual({ id: "1", status: "live", doubled: "2" })
+    expect(exported.some((row) => row["status"] === "test")).toBe(false)
+  })
+
+  it("a Stream-level transform (Effect users) sees the source's typed batches", async () => {
+    const upper: BatchTransform = ({ schema: input, batches }) => ({
+      schema: input,
+      batches: batches.pipe(
+        Stream.mapEffect((batch) =>
+          Effect.sync(() =>
+            makeBatch(input, [batch.columns[0]!, batch.columns[1]!.map((value) => String(value).toUpperCase())])
+          )
+        )
+      )
+    })
+    const { exported } = await run({ orders: upper })
+    expect(exported.map((row) => row["status"])).toEqual(rows.map((row) => row.status.toUpperCase()))
+  })
+
+  it("mapRows without an output schema keeps the source's columns; missing keys are NULL", async () => {
+    const { exported } = await run({ orders: mapRows((row) => ({ id: row["id"] ?? null })) })
+    expect(exported[3]).toEqual({ id: "3", status: null })
+  })
+
+  it("a row function that throws fails the export with a PluginError; nothing is published", async () => {
+    const source = memorySource({ schema, rows })
+    const sink = memorySink()
+    const error = await runExports(
+      { source: { type: "memory" }, exports: [{ name: "orders", table: "orders", format: "csv", destination: { type: "memory" } }] },
+      {
+        configDir,
+        plugins: [source.plugin, sink.plugin],
+        transforms: {
+          orders: mapRows((row) => {
+            if (row["id"] === 7n) throw new Error("no sevens")
+            return row
+          })
+        }
+      }
+    ).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(PluginError)
+    expect((error as PluginError).message).toBe("the row function of a transform failed: no sevens")
+    expect([...sink.objects().keys()]).toEqual([])
+    expect(sink.pendingUploads()).toBe(0)
+  })
+
+  it("a transform for an export the config does not have is a ConfigError with a did-you-mean", async () => {
+    const error = await run({ ordres: mapRows((row) => row) }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ConfigError)
+    expect(error).toMatchObject({ path: "transforms.ordres", hint: "did you mean 'orders'?" })
+  })
+
+  it("batchToRows / makeBatch round-trip, as mapRows relies on", () => {
+    const batch = makeBatch(schema, [[1n, 2n], ["a", "b"]])
+    expect(batchToRows(batch)).toEqual([
+      { id: 1n, status: "a" },
+      { id: 2n, status: "b" }
+    ])
+  })
+})
