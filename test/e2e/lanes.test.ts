@@ -18,7 +18,6 @@ import { testPgUrl } from "../support/pg.js"
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 const ROWS = 300_000
-const LANES = { RIVET_LANES: "1" }
 const LANES_NOTICE = /chunks ran in 1 worker thread \((\d+)\) and in this thread \((\d+)\)/
 
 let sql: postgres.Sql
@@ -94,7 +93,7 @@ exports:
   - { name: lanes, table: lanes_src, mode: chunked, chunk_size: 100000, parallel: 2, format: parquet, destination: { type: local, path: out } }
 `)
     const out = path.join(path.dirname(config), "out")
-    const result = await runCli(["run", "-c", config], { env: LANES })
+    const result = await runCli(["run", "-c", config])
     expect(result.code, result.stderr).toBe(0)
 
     const [, inWorker = "0", inThread = "0"] = LANES_NOTICE.exec(result.stderr) ?? []
@@ -114,12 +113,12 @@ exports:
     expect(multiset(await parquetIds(out, manifest))).toEqual(multiset(expected))
   }, 300_000)
 
-  it("without RIVET_LANES=1 every chunk stays in one thread", async () => {
+  it("RIVET_LANES=0 keeps every chunk in one thread", async () => {
     const config = configFile(`source: { type: postgres, url: "${testPgUrl()}" }
 exports:
   - { name: one_thread, query: "SELECT * FROM lanes_src WHERE id <= 60000", chunk_column: id, mode: chunked, chunk_size: 10000, parallel: 2, format: csv, destination: { type: local, path: out } }
 `)
-    const result = await runCli(["run", "-c", config])
+    const result = await runCli(["run", "-c", config], { env: { RIVET_LANES: "0" } })
     expect(result.code, result.stderr).toBe(0)
     expect(result.stderr).not.toMatch(/worker thread/)
     expect(expectExactDestination(path.join(path.dirname(config), "out")).row_count).toBe(20_000)
@@ -144,7 +143,7 @@ exports:
     const out = path.join(path.dirname(config), "out")
     await sql.unsafe("UPDATE lanes_flaky SET broken = (id = 17500)")
     try {
-      const failed = await runCli(["run", "-c", config], { env: LANES })
+      const failed = await runCli(["run", "-c", config])
       expect(failed.code, failed.stderr).toBe(1)
       expect(failed.stderr).toMatch(/Error: .*chunk 3 \(id 15001\.\.20000\): .*division by zero/)
       expect(failed.stderr).not.toMatch(/did not stop within/)
@@ -154,7 +153,7 @@ exports:
       expect(committed.filter((file) => /_chunk[12]_/.test(file))).toHaveLength(2)
 
       await sql.unsafe("UPDATE lanes_flaky SET broken = false")
-      const resumed = await runCli(["run", "-c", config, "--resume"], { env: LANES })
+      const resumed = await runCli(["run", "-c", config, "--resume"])
       expect(resumed.code, resumed.stderr).toBe(0)
       expect(resumed.stderr).toMatch(/resuming run/)
       // A chunk of this thread interrupted between its part's rename and its checkpoint is redone under a new name;
@@ -194,7 +193,7 @@ exports:
     await sql.unsafe("UPDATE lanes_flaky SET broken = (id = 10000)")
     try {
       const started = Date.now()
-      const failed = await runCli(["run", "-c", config], { env: LANES })
+      const failed = await runCli(["run", "-c", config])
       expect(failed.code, failed.stderr).toBe(1)
       expect(failed.stderr).toMatch(/chunk 0 \(id 1\.\.10000\): .*division by zero/)
       expect(failed.stderr).not.toMatch(/did not stop within/)
@@ -214,7 +213,7 @@ exports:
   - { name: interrupted, query: "SELECT id, repeat('z', 10000) AS pad FROM lanes_flaky", chunk_column: id, mode: chunked, chunk_size: 10000, parallel: 2, batch_size: 200, format: csv, destination: { type: local, path: out } }
 `)
     const out = path.join(path.dirname(config), "out")
-    const child = spawn(process.execPath, [BIN, "run", "-c", config], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...LANES } })
+    const child = spawn(process.execPath, [BIN, "run", "-c", config], { stdio: ["ignore", "ignore", "pipe"] })
     let stderr = ""
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
@@ -241,7 +240,7 @@ exports:
   - { name: items, table: order_items, mode: chunked, chunk_column: order_id, chunk_size: 200, batch_size: 100, parallel: 2, format: parquet, destination: { type: local, path: out } }
 `
     )
-    const result = await runCli(["run", "-c", config], { env: LANES })
+    const result = await runCli(["run", "-c", config])
     expect(result.code, result.stderr).toBe(0)
     expect(result.stderr).not.toMatch(/could not start/)
     const [, inWorker = "0"] = LANES_NOTICE.exec(result.stderr) ?? []

@@ -34,7 +34,7 @@ const laneFailure = (exportName: string, message: string): PluginError =>
   new PluginError({
     plugin: "rivet",
     message: `export '${exportName}': ${message}`,
-    hint: "this is a bug in a plugin or in Rivet; unset RIVET_LANES to run chunks in the main thread (run with --verbose for details)"
+    hint: "this is a bug in a plugin or in Rivet; RIVET_LANES=0 runs chunks in the main thread (run with --verbose for details)"
   })
 
 /**

@@ -13,15 +13,14 @@ export type { LaneSettings } from "./pool.js"
 const WORKER_URL = new URL("./worker.js", import.meta.url)
 
 /**
- * Worker threads may run a config's chunks when `RIVET_LANES=1` opts in (experimental: the speedup is not yet
- * demonstrated and a loaded test run once saw a worker describe a chunk without its catalog details) and a worker
- * can rebuild everything from the config file alone (no plugins passed in code).
+ * Worker threads may run a config's chunks when a worker can rebuild everything from the config file alone (no
+ * plugins passed in code) and `RIVET_LANES` is not `0`.
  */
 export const laneSettings = (
   config: RivetConfig,
   env: Readonly<Record<string, string | undefined>>
 ): LaneSettings | undefined =>
-  config.reloadable === true && env["RIVET_LANES"] === "1"
+  config.reloadable === true && env["RIVET_LANES"] !== "0"
     ? { configFile: path.resolve(config.origin), env: { ...env } }
     : undefined
 
