@@ -15,9 +15,55 @@ export const quoteLiteral = (value: string): string => `'${value.replace(/'/g, "
 const isPlain = (query: SourceQuery): boolean =>
   (query.where ?? []).length === 0 && (query.orderBy ?? []).length === 0 && query.limit === undefined
 
-// One trailing `;` would end the statement inside the parentheses; a trailing `-- comment` would swallow the
-// closing parenthesis, hence the newline before it.
-const stripTerminator = (sql: string): string => sql.trimEnd().replace(/;$/, "").trimEnd()
+/** Index of the last character that is neither whitespace nor inside a comment (-1 if none). */
+const lastCodeIndex = (sql: string): number => {
+  let last = -1
+  let i = 0
+  const skipTo = (end: string, from: number): number => {
+    const at = sql.indexOf(end, from)
+    return at < 0 ? sql.length : at + end.length
+  }
+  while (i < sql.length) {
+    const ch = sql[i]!
+    if (ch === "-" && sql[i + 1] === "-") {
+      i = skipTo("\n", i + 2)
+    } else if (ch === "/" && sql[i + 1] === "*") {
+      // PostgreSQL block comments nest.
+      let depth = 1
+      i += 2
+      while (i < sql.length && depth > 0) {
+        const step = sql.startsWith("/*", i) ? 1 : sql.startsWith("*/", i) ? -1 : 0
+        depth += step
+        i += step === 0 ? 1 : 2
+      }
+    } else if (ch === "'" || ch === '"') {
+      let j = i + 1
+      while (j < sql.length && !(sql[j] === ch && sql[j + 1] !== ch)) j += sql[j] === ch ? 2 : 1
+      last = Math.min(j, sql.length - 1)
+      i = j + 1
+    } else if (ch === "$") {
+      const tag = /^\$[A-Za-z_][A-Za-z0-9_]*\$|^\$\$/.exec(sql.slice(i))?.[0]
+      // `$1` is a parameter and `a$b$` an identifier, not the start of a dollar-quoted string.
+      if (tag === undefined || /[A-Za-z0-9_]/.test(sql[i - 1] ?? "")) {
+        last = i++
+        continue
+      }
+      i = skipTo(tag, i + tag.length)
+      last = i - 1
+    } else {
+      if (!/\s/.test(ch)) last = i
+      i++
+    }
+  }
+  return last
+}
+
+// One trailing `;` (even before a trailing comment) would end the statement inside the parentheses; a trailing
+// `-- comment` would swallow the closing parenthesis, hence the newline before it.
+const stripTerminator = (sql: string): string => {
+  const last = lastCodeIndex(sql)
+  return last >= 0 && sql[last] === ";" ? `${sql.slice(0, last)}${sql.slice(last + 1)}`.trimEnd() : sql.trimEnd()
+}
 
 const renderFilter = (filter: RowFilter, bind: (value: string) => string): string => {
   switch (filter._tag) {

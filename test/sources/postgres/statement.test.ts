@@ -74,6 +74,18 @@ describe("postgres statement rendering", () => {
     expect(renderStatement(q("select * from t;;", limit)).text).toBe("SELECT * FROM (select * from t;\n) AS _rivet LIMIT 5")
   })
 
+  it("finds the trailing semicolon before trailing comments, and not inside strings or comments", () => {
+    const limit = { limit: 5 }
+    const wrapped = (sql: string) => renderStatement(q(sql, limit)).text
+    expect(wrapped("select * from t; -- the orders\n")).toBe("SELECT * FROM (select * from t -- the orders\n) AS _rivet LIMIT 5")
+    expect(wrapped("select * from t; /* a /* nested */ note */")).toBe(
+      "SELECT * FROM (select * from t /* a /* nested */ note */\n) AS _rivet LIMIT 5"
+    )
+    expect(wrapped("select ';' as x")).toBe("SELECT * FROM (select ';' as x\n) AS _rivet LIMIT 5")
+    expect(wrapped("select $q$;$q$ as x -- ;")).toBe("SELECT * FROM (select $q$;$q$ as x -- ;\n) AS _rivet LIMIT 5")
+    expect(wrapped('select 1 as "a;" /* ; */')).toBe('SELECT * FROM (select 1 as "a;" /* ; */\n) AS _rivet LIMIT 5')
+  })
+
   it("shows parameters inline as quoted literals for display", () => {
     const query = q("select * from t", {
       where: [
