@@ -25,7 +25,7 @@ class MissingDirectory {
 }
 
 /** Maps a better-sqlite3 (or file system) failure to a StateError naming the file, with what to do about it. */
-const toStateError = (file: string, cause: unknown): StateError => {
+export const toStateError = (file: string, cause: unknown): StateError => {
   if (cause instanceof MissingDirectory) {
     return new StateError({
       message: `cannot create the state file ${file}: the directory ${cause.dir} does not exist`,
@@ -50,6 +50,12 @@ const toStateError = (file: string, cause: unknown): StateError => {
     return new StateError({
       message: `${file} is not a readable Rivet state database (${reason})`,
       hint: "move the file aside to start with fresh state (cursors and checkpoints restart from scratch)"
+    })
+  }
+  if (code === "ERR_DLOPEN_FAILED" || /NODE_MODULE_VERSION|compiled against a different Node\.js/.test(reason)) {
+    return new StateError({
+      message: `cannot load SQLite (the better-sqlite3 native module) for the state file ${file}: ${reason}`,
+      hint: `the module was built for another Node.js version than this one (${process.version}): run \`npm rebuild better-sqlite3\` with this Node.js, or keep the state in PostgreSQL with RIVET_STATE_URL=postgres://…`
     })
   }
   return new StateError({ message: `state file ${file}: ${reason}`, hint: READ_ONLY_HINT })

@@ -7,7 +7,7 @@ import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { stateLayerFor, stateLocationFor } from "../../src/state/layer.js"
 import { postgresStateLayer } from "../../src/state/postgres.js"
-import { sqliteStateLayer } from "../../src/state/sqlite.js"
+import { sqliteStateLayer, toStateError } from "../../src/state/sqlite.js"
 import { STATE_FILE_NAME, StateStore } from "../../src/state/store.js"
 import { testPgUrl } from "../support/pg.js"
 import { failureOf, postgresBackend, withStore } from "./support.js"
@@ -25,6 +25,18 @@ const setCursor = (value: string) =>
   })
 
 describe("SQLite backend", () => {
+  it("a native module built for another Node.js says to rebuild it, not that the directory is read-only", () => {
+    const cause = Object.assign(
+      new Error("The module 'better_sqlite3.node' was compiled against a different Node.js version using NODE_MODULE_VERSION 115. This version of Node.js requires NODE_MODULE_VERSION 127."),
+      { code: "ERR_DLOPEN_FAILED" }
+    )
+    const error = toStateError("/srv/.rivet_state.db", cause)
+    expect(error.message).toContain("cannot load SQLite (the better-sqlite3 native module) for the state file /srv/.rivet_state.db")
+    expect(error.hint).toContain("npm rebuild better-sqlite3")
+    expect(error.hint).toContain(process.version)
+    expect(error.hint).not.toContain("read-only")
+  })
+
   it("creates the file on first use, in WAL mode with foreign keys on", async () => {
     const file = path.join(tempDir, "first-use.db")
     expect(fs.existsSync(file)).toBe(false)
