@@ -42,16 +42,27 @@ export const keyText = (type: LogicalType, value: Value): string | undefined => 
     case "uuid":
       return value as string
     case "date":
-      return renderDate(value as number)
+      return sqlYears(renderDate(value as number))
     case "time":
       return renderTime(value as bigint)
     case "timestamp":
-      return renderTimestamp(value as bigint)
+      return sqlYears(renderTimestamp(value as bigint))
     case "timestamptz":
-      return renderTimestamptz(value as bigint)
+      return sqlYears(renderTimestamptz(value as bigint))
     default:
       return undefined
   }
+}
+
+/**
+ * Dates outside years 1–9999 in SQL input syntax: the ISO 8601 expanded form (`+10000-…`, `-0001-…`, with year 0 =
+ * 1 BC) that the text formats write is refused by PostgreSQL, which reads `10000-…` and `0002-… BC` instead.
+ */
+const sqlYears = (text: string): string => {
+  const match = /^([+-]?)(\d{4,})(-.*)$/.exec(text)
+  if (match === null) return text
+  const year = Number(match[2]) * (match[1] === "-" ? -1 : 1)
+  return year >= 1 ? `${String(year).padStart(4, "0")}${match[3]}` : `${String(1 - year).padStart(4, "0")}${match[3]} BC`
 }
 
 /** An instant as text for a column of `type`: `2026-12-02T10:00:00.000000Z`, or the date for date columns. */
