@@ -10,7 +10,11 @@ export class ExitCode {
   constructor(readonly code: number) {}
 }
 
-export const printErrors = (errors: ReadonlyArray<RivetError>, options: { readonly json?: boolean } = {}) =>
+/** `verbose` adds where an unexpected defect was thrown (a PluginError's `detail`). */
+export const printErrors = (
+  errors: ReadonlyArray<RivetError>,
+  options: { readonly json?: boolean; readonly verbose?: boolean } = {}
+) =>
   Effect.sync(() => {
     for (const error of errors) {
       process.stderr.write(
@@ -22,12 +26,15 @@ export const printErrors = (errors: ReadonlyArray<RivetError>, options: { readon
               message: error.message,
               ...(error.hint ? { hint: error.hint } : {}),
               ...(error._tag === "ConfigError" ? { path: error.path } : {}),
+              ...(options.verbose && detailOf(error) ? { detail: detailOf(error) } : {}),
               exit_code: exitCodeOf(error)
             })}\n`
-          : `${renderError(error)}\n`
+          : `${renderError(error)}\n${options.verbose && detailOf(error) ? `Detail: ${detailOf(error)}\n` : ""}`
       )
     }
   })
+
+const detailOf = (error: RivetError): string | undefined => (error._tag === "PluginError" ? error.detail : undefined)
 
 /** Exit code precedence: drift (4) > integrity (3) > retryable (2) > config/other (1). */
 export const worstExitCode = (errors: ReadonlyArray<RivetError>): number => {

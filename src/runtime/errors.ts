@@ -67,8 +67,14 @@ export class StateError extends Schema.TaggedError<StateError>()("StateError", {
 export class PluginError extends Schema.TaggedError<PluginError>()("PluginError", {
   plugin: Schema.String,
   message: Schema.String,
-  hint: Schema.optional(Schema.String)
+  hint: Schema.optional(Schema.String),
+  /** For an unexpected defect: where it was thrown (its stack), which `--verbose` prints. */
+  detail: Schema.optional(Schema.String)
 }) {}
+
+/** The stack of something thrown, when it has one: the `detail` of a PluginError made from a defect. */
+export const defectDetail = (defect: unknown): { readonly detail?: string } =>
+  defect instanceof Error && typeof defect.stack === "string" ? { detail: defect.stack } : {}
 
 /** The export's output schema differs from its baseline and `on_schema_drift: fail` is set. */
 export class SchemaDriftError extends Schema.TaggedError<SchemaDriftError>()("SchemaDriftError", {

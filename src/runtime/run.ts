@@ -6,7 +6,7 @@ import * as Option from "effect/Option"
 import type { ExportConfig, RivetConfig } from "./config/model.js"
 import { stateLayerFor } from "../state/layer.js"
 import type { StateStore } from "../state/store.js"
-import { ConfigError, describeCause, PluginError, type RivetError, type StateError } from "./errors.js"
+import { ConfigError, defectDetail, describeCause, PluginError, type RivetError, type StateError } from "./errors.js"
 import { laneSettings } from "./lanes/runner.js"
 import { exportLayer, sourceLayer } from "./layers.js"
 import type { ModePlan } from "./plan/model.js"
@@ -142,6 +142,7 @@ const errorOf = (cause: Cause.Cause<RivetError>, spec: ExportConfig): RivetError
   return new PluginError({
     plugin: `${spec.format.plugin.type}/${spec.destination.plugin.type}`,
     message: `export '${spec.name}' failed unexpectedly: ${describeCause(defect)}`,
-    hint: "this is a bug in a plugin or in Rivet; run with --verbose for details"
+    hint: "this is a bug in a plugin or in Rivet; run with --verbose for details",
+    ...defectDetail(defect)
   })
 }

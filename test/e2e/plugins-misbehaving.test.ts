@@ -171,6 +171,8 @@ describe("plugins that throw while running", () => {
     const result = await runCli(["run", "-c", file, "--verbose"])
     expect(result.code).toBe(1)
     expect(result.stderr).toContain("journal sink exploded in put")
+    // Where it was thrown: the plugin's own stack frame, after the readable error and its hint.
+    expect(result.stderr).toMatch(/\nDetail: Error: journal sink exploded in put\n\s+at .*journal-sink\.mjs:\d+:\d+/)
   })
 
   it("a format whose encoder throws: nothing lands at the destination", async () => {

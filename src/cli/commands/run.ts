@@ -81,13 +81,13 @@ export const runCommand = Command.make(
         Effect.either
       )
       if (Either.isLeft(runs)) {
-        yield* printErrors([runs.left], { json })
+        yield* printErrors([runs.left], { json, verbose })
         return new ExitCode(worstExitCode([runs.left]))
       }
       const errors = runs.right.flatMap((run) => (run._tag === "failure" ? [run.error] : []))
       if (verbose) yield* printStatements(runs.right.flatMap((run) => (run._tag === "success" ? [run.result] : [])), json)
       if (validate) errors.push(...(yield* validateAfterRun(loaded.right, runs.right, { json })))
-      yield* printErrors(errors, { json })
+      yield* printErrors(errors, { json, verbose })
       return new ExitCode(worstExitCode(errors))
     })
 ).pipe(

@@ -4,6 +4,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import {
   ConfigError,
+  defectDetail,
   describeCause,
   FormatError,
   IntegrityError,
@@ -30,11 +31,12 @@ const AnyRivetError = Schema.Union(
 /** A RivetError as plain data (`_tag` and fields). */
 export type EncodedError = typeof AnyRivetError.Encoded
 
-const laneFailure = (exportName: string, message: string): PluginError =>
+const laneFailure = (exportName: string, message: string, defect?: unknown): PluginError =>
   new PluginError({
     plugin: "rivet",
     message: `export '${exportName}': ${message}`,
-    hint: "this is a bug in a plugin or in Rivet; RIVET_LANES=0 runs chunks in the main thread (run with --verbose for details)"
+    hint: "this is a bug in a plugin or in Rivet; RIVET_LANES=0 runs chunks in the main thread (run with --verbose for details)",
+    ...defectDetail(defect)
   })
 
 /**
@@ -42,9 +44,10 @@ const laneFailure = (exportName: string, message: string): PluginError =>
  * thrown message, like the main thread reports defects.
  */
 export const encodeFailure = (exportName: string, cause: Cause.Cause<RivetError>): EncodedError => {
-  const error = Option.getOrElse(Cause.failureOption(cause), () =>
-    laneFailure(exportName, `a worker thread failed unexpectedly: ${describeCause(Cause.squash(cause))}`)
-  )
+  const error = Option.getOrElse(Cause.failureOption(cause), () => {
+    const defect = Cause.squash(cause)
+    return laneFailure(exportName, `a worker thread failed unexpectedly: ${describeCause(defect)}`, defect)
+  })
   return Either.getOrElse(Schema.encodeEither(AnyRivetError)(error), () =>
     Schema.encodeSync(AnyRivetError)(laneFailure(exportName, error.message))
   )
