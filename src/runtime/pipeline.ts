@@ -204,6 +204,16 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
       }
       yield* gates.verdict(outcome.schema, total.rows)
     }
+    // Listed before publishing and only reported: a listing that fails (no s3:ListBucket) must not fail a run whose
+    // data is complete, least of all after its _SUCCESS is written.
+    const untracked = yield* findUntracked(ctx, outcome, journal).pipe(
+      Effect.catchAll((error) =>
+        Effect.as(
+          reporter.notice(spec.name, `could not list the destination for files of the interrupted attempt (${error.message}); \`rivet validate\` reports them`),
+          []
+        )
+      )
+    )
     let manifest: Manifest | undefined
     if (ctx.sink.capabilities.markers) {
       manifest = manifestOf(ctx, options, journal, outcome)
@@ -211,7 +221,6 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
       yield* retried(ctx.sink.put(MANIFEST_KEY, manifestBytes, "application/json"))
       yield* retried(ctx.sink.put(SUCCESS_KEY, encodeSuccessMarker(manifestBytes), "text/plain"))
     }
-    const untracked = yield* findUntracked(ctx, outcome, journal)
     yield* ctx.state.finishRun(
       journal.runId,
       { status: "success", finishedAt: now().toISOString(), ...total },

@@ -119,7 +119,7 @@ export const memorySource = (
 
 /** One call the memory sink received, as recorded by `calls()` and passed to `failWith`. */
 export interface MemorySinkCall {
-  readonly operation: "check" | "put" | "begin" | "writeBlock" | "complete" | "abort"
+  readonly operation: "check" | "put" | "begin" | "writeBlock" | "complete" | "abort" | "list"
   readonly key?: string
   /** Block index for `writeBlock`, block count for `complete`. */
   readonly index?: number
@@ -252,8 +252,10 @@ export const memorySink = (options: MemorySinkOptions = {}): MemorySink => {
         Effect.zipRight(checkKey("begin", key)),
         Effect.map(() => begin(key))
       ),
-    list: Effect.sync((): ReadonlyArray<StoredObject> =>
-      [...stored].map(([key, bytes]) => ({ key, size: bytes.length })).sort((a, b) => (a.key < b.key ? -1 : 1))
+    list: call({ operation: "list" }).pipe(
+      Effect.map((): ReadonlyArray<StoredObject> =>
+        [...stored].map(([key, bytes]) => ({ key, size: bytes.length })).sort((a, b) => (a.key < b.key ? -1 : 1))
+      )
     ),
     read: (key) =>
       Stream.suspend(() => {
