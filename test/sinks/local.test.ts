@@ -201,11 +201,15 @@ describe("local sink", () => {
     expect(map("EACCES")).toMatchObject({ reason: "PermissionDenied", retryable: false, key: "a" })
     expect(map("EACCES").hint).toContain("/data/out")
     expect(map("ENOSPC")).toMatchObject({ reason: "Unavailable", retryable: false })
-    expect(map("ENOSPC").hint).toContain("free disk space")
+    expect(map("ENOSPC").hint).toContain("free space on that file system (see df -h /data/out)")
     expect(map("EROFS").reason).toBe("PermissionDenied")
     expect(map("EMFILE")).toMatchObject({ reason: "Unavailable", retryable: true })
     expect(map("EWHATEVER")).toMatchObject({ reason: "Unknown", retryable: false })
-    expect(map("ENOSPC").message).toBe("cannot create a temp file: no space left on the device holding /data/out/.a.tmp-1")
+    expect(map("ENOSPC").message).toBe(
+      "cannot create a temp file: the disk is full: no space left on the file system holding /data/out (ENOSPC)"
+    )
+    expect(map("EDQUOT")).toMatchObject({ reason: "Unavailable", retryable: false })
+    expect(map("EDQUOT").message).toContain("disk quota is exhausted on the file system holding /data/out (EDQUOT)")
   })
 
   it.effect("list shows every file with its size (temp files too); read streams a file back", () =>

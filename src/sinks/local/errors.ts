@@ -31,16 +31,23 @@ const classify = (code: string | undefined, path: string, cause: unknown): Mappe
       return {
         reason: "PermissionDenied",
         retryable: false,
-        message: `${path} is on a read-only file system`,
+        message: `${path} is on a read-only file system (EROFS)`,
         hint: "choose a destination path on a writable file system"
       }
+    // Permanent: a full disk does not drain within a retry's backoff, and each attempt would first fill it again.
     case "ENOSPC":
+      return {
+        reason: "Unavailable",
+        retryable: false,
+        message: `the disk is full: no space left on the file system holding ${dir} (ENOSPC)`,
+        hint: `free space on that file system (see df -h ${dir}) or point the destination at another disk, then run the export again`
+      }
     case "EDQUOT":
       return {
         reason: "Unavailable",
         retryable: false,
-        message: `no space left on the device holding ${path}`,
-        hint: "free disk space (or raise the quota), or point the destination at another disk"
+        message: `the disk quota is exhausted on the file system holding ${dir} (EDQUOT)`,
+        hint: "free space or raise the quota of the user running rivet (see quota -s), or point the destination at another disk, then run the export again"
       }
     case "ENOENT":
       return {

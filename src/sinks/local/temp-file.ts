@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import type { FileHandle } from "node:fs/promises"
-import { mkdir, open, rename, unlink } from "node:fs/promises"
+import { mkdir, open, rename, stat, unlink } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import type { SinkError } from "../../runtime/errors.js"
@@ -41,10 +41,32 @@ export const isAbandonedTempFile = (name: string): boolean => {
   return match !== null && Number(match[1]) !== process.pid && !isAlive(Number(match[1]))
 }
 
-/** `mkdir -p`. */
+const isMissing = (cause: unknown): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
+
+/** Creates `dir` and its missing parents one level at a time, so a failure carries its own error code. */
+const mkdirStepwise = async (dir: string): Promise<void> => {
+  const parent = dirname(dir)
+  if (parent !== dir) {
+    await stat(parent).catch((cause: unknown) => (isMissing(cause) ? mkdirStepwise(parent) : Promise.reject(cause)))
+  }
+  await mkdir(dir).catch((cause: unknown) =>
+    typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EEXIST"
+      ? undefined
+      : Promise.reject(cause)
+  )
+}
+
+/**
+ * `mkdir -p`. Node's recursive mkdir reports some failures as ENOENT (EROFS on a read-only file system among
+ * them), which would tell the user a directory is missing; on ENOENT it is redone level by level for the real cause.
+ */
 export const ensureDirectory = (dir: string, operation: string, key?: string): Effect.Effect<void, SinkError> =>
   Effect.tryPromise({
-    try: () => mkdir(dir, { recursive: true }),
+    try: () =>
+      mkdir(dir, { recursive: true }).catch((cause: unknown) =>
+        isMissing(cause) ? mkdirStepwise(dir) : Promise.reject(cause)
+      ),
     catch: fsError({ operation, action: "create the directory", path: dir, key })
   })
 
@@ -64,9 +86,6 @@ export const syncDirectory = (dir: string, operation: string, key?: string): Eff
           }),
         (handle) => Effect.promise(() => handle.close().catch(() => undefined))
       )
-
-const isMissing = (cause: unknown): boolean =>
-  typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
 
 /**
  * One object being written to `.<name>.tmp-<random>`. `commit` makes it visible under the target name;
@@ -130,7 +149,7 @@ const makeTempFile = (opened: FileHandle, path: string, target: string, key: str
             offset += bytesWritten
           }
         },
-        catch: fsError({ operation, action: "write the temp file", path, key })
+        catch: fsError({ operation, action: `write ${key}`, path, key })
       })
     })
 
@@ -149,7 +168,7 @@ const makeTempFile = (opened: FileHandle, path: string, target: string, key: str
                 await handle.truncate(size)
                 await handle.sync()
               },
-              catch: fsError({ operation, action: "flush the temp file", path, key })
+              catch: fsError({ operation, action: `flush ${key} to disk`, path, key })
             }).pipe(Effect.zipRight(closeFile))
       const moveIntoPlace = renamed
         ? Effect.void
