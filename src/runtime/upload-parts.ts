@@ -104,7 +104,10 @@ export const uploadParts = <E, R>(
     yield* Effect.addFinalizer((exit) =>
       Exit.isSuccess(exit)
         ? Effect.void
-        : Effect.forEach([...begun.values()], (handle) => Effect.ignore(handle.abort), { discard: true })
+        : // A transient failure must not leave an S3 multipart upload behind for good: no later run finds it.
+          Effect.forEach([...begun.values()], (handle) => Effect.ignore(withRetry(handle.abort, options.retry, () => {})), {
+            discard: true
+          })
     )
 
     const retried = <A>(operation: Effect.Effect<A, SinkError>) => withRetry(operation, options.retry, options.onRetry)

@@ -9,7 +9,12 @@ import type { SinkDriverShape, UploadHandle } from "../../src/runtime/plugin.js"
 import { uploadParts } from "../../src/runtime/upload-parts.js"
 
 /** A recording sink: objects become visible only on put/complete; blocks can be made to fail. */
-const recordingSink = (options: { blockSize: number; concurrency: number; failBlock?: (key: string, index: number, attempt: number) => SinkError | undefined }) => {
+const recordingSink = (options: {
+  blockSize: number
+  concurrency: number
+  failBlock?: (key: string, index: number, attempt: number) => SinkError | undefined
+  failAbort?: (attempt: number) => SinkError | undefined
+}) => {
   const visible = new Map<string, Uint8Array>()
   const log: Array<string> = []
   const attempts = new Map<string, number>()
@@ -40,7 +45,11 @@ const recordingSink = (options: { blockSize: number; concurrency: number; failBl
               const parts = Array.from({ length: count }, (_, i) => blocks.get(i)!)
               visible.set(key, Buffer.concat(parts))
             }),
-          abort: Effect.sync(() => void log.push(`abort ${key}`))
+          abort: Effect.suspend(() => {
+            log.push(`abort ${key}`)
+            const failure = options.failAbort?.(log.filter((line) => line === `abort ${key}`).length)
+            return failure ? Effect.fail(failure) : Effect.void
+          })
         }
       })
   }
@@ -144,5 +153,17 @@ describe("uploadParts", () => {
       expect(Exit.isFailure(exit)).toBe(true)
       expect(visible.size).toBe(0)
       expect(log).toEqual(["begin part0", "abort part0"])
+    }))
+
+  // Live clock: the retry policy really sleeps between attempts.
+  it.live("retries an abort that fails with a retryable error, so no multipart upload is left behind", () =>
+    Effect.gen(function* () {
+      const transient = new SinkError({ plugin: "rec", operation: "abort", reason: "Unavailable", message: "503", retryable: true })
+      const { sink, visible, log } = recordingSink({ blockSize: 2, concurrency: 1, failAbort: (attempt) => (attempt <= 2 ? transient : undefined) })
+      const failing = Stream.concat(pieces([["abcdefgh"]]).pipe(Stream.take(1)), Stream.fail("source broke"))
+      const exit = yield* Effect.exit(Effect.scoped(uploadParts(failing, options(sink))))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(visible.size).toBe(0)
+      expect(log).toEqual(["begin part0", "abort part0", "abort part0", "abort part0"])
     }))
 })
