@@ -7,6 +7,7 @@ import * as zlib from "node:zlib"
 import { stringify } from "csv-stringify/sync"
 import csv from "../../src/formats/csv/index.js"
 import { type BatchSchema, type LogicalType, makeBatch } from "../../src/runtime/batch.js"
+import { parseCsv } from "./csv-reader.js"
 import { allTypesBatch, allTypesSchema, encodePart, isSingleGzipMember, loadDriver } from "./text-support.js"
 
 const HEADER = "i16,i32,i64,f32,f64,dec,s,b,d,t,ts,tstz,u,j,by,iv,li,ls\n"
@@ -22,44 +23,6 @@ const ROWS = [
     "true,1969-12-31,24:00:00.000000,1969-12-31T23:59:59.999999,1969-12-31T23:59:59.999999Z," +
     'ffffffff-ffff-ffff-ffff-ffffffffffff,"{\n ""x"": ""a,b""\n}",0001feff,-P1D,[null],"["""",null,""x,y""]"\n'
 ]
-
-/** A strict RFC 4180 reader for the tests (csv-parse is not installed): unquoted empty field = NULL. */
-const parseCsv = (text: string): Array<Array<string | null>> => {
-  const rows: Array<Array<string | null>> = []
-  let row: Array<string | null> = []
-  let i = 0
-  while (i < text.length) {
-    if (text[i] === '"') {
-      let value = ""
-      i++
-      for (;;) {
-        const q = text.indexOf('"', i)
-        if (q < 0) throw new Error("unterminated quoted field")
-        value += text.slice(i, q)
-        i = q + 1
-        if (text[i] !== '"') break
-        value += '"'
-        i++
-      }
-      row.push(value)
-    } else {
-      let j = i
-      while (j < text.length && text[j] !== "," && text[j] !== "\n") j++
-      const raw = text.slice(i, j)
-      if (/["\r]/.test(raw)) throw new Error(`bare field needs quoting: ${JSON.stringify(raw)}`)
-      row.push(raw === "" ? null : raw)
-      i = j
-    }
-    if (text[i] === ",") i++
-    else if (text[i] === "\n") {
-      rows.push(row)
-      row = []
-      i++
-    } else throw new Error(`unexpected ${JSON.stringify(text[i])} at ${i}`)
-  }
-  if (row.length > 0) throw new Error("last record without a line ending")
-  return rows
-}
 
 const driver = (block: unknown = {}) => loadDriver(csv, block)
 

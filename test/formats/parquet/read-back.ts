@@ -1,4 +1,4 @@
-import { type FileMetaData, parquetMetadata, parquetReadObjects, type SchemaElement } from "hyparquet"
+import { type FileMetaData, parquetMetadata, parquetRead, type SchemaElement } from "hyparquet"
 import { compressors } from "hyparquet-compressors"
 
 /** Concatenates encoder output into one ArrayBuffer (the file as a sink would store it). */
@@ -15,11 +15,15 @@ export const concat = (chunks: ReadonlyArray<Uint8Array>): ArrayBuffer => {
 
 export const metadataOf = (file: ArrayBuffer): FileMetaData => parquetMetadata(file)
 
-// Keep every value exact: epoch micros and day numbers as read, JSON as its text.
+// hyparquet's default TextDecoder drops a leading U+FEFF, which is part of the value.
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true })
+
+// Keep every value exact: epoch micros and day numbers as read, text and JSON as their text.
 const parsers = {
   timestampFromMicroseconds: (micros: bigint) => micros,
   dateFromDays: (days: number) => days,
-  jsonFromBytes: (bytes: Uint8Array) => new TextDecoder().decode(bytes)
+  stringFromBytes: (bytes: Uint8Array | undefined) => bytes && utf8.decode(bytes),
+  jsonFromBytes: (bytes: Uint8Array | undefined) => bytes && utf8.decode(bytes)
 }
 
 /** Unscaled integer → decimal text at `scale` (`-1230`, 2 → `-12.30`). */
@@ -44,7 +48,7 @@ const decimalText = (raw: unknown, scale: number): unknown => {
 
 type Fixup = (raw: unknown) => unknown
 
-const decodeText = (raw: unknown): unknown => (raw instanceof Uint8Array ? new TextDecoder().decode(raw) : raw)
+const decodeText = (raw: unknown): unknown => (raw instanceof Uint8Array ? utf8.decode(raw) : raw)
 
 const deep = (fix: Fixup): Fixup => (raw) =>
   raw === null || raw === undefined ? null : Array.isArray(raw) ? raw.map(deep(fix)) : fix(raw)
@@ -65,29 +69,39 @@ const topLevelColumns = (schema: ReadonlyArray<SchemaElement>): Array<{ name: st
 }
 
 /**
- * Reads every row back with hyparquet. hyparquet turns decimals into JS numbers, so the file is read with the
- * DECIMAL annotation taken off (raw unscaled values), which are turned into exact text here; JSON comes back
- * as its text, bytes as bytes.
+ * Reads every row back with hyparquet, one array per row in the file's column order. hyparquet turns decimals
+ * into JS numbers, so the file is read with the DECIMAL annotation taken off (raw unscaled values), which are
+ * turned into exact text here; JSON comes back as its text, bytes as bytes.
  */
-export const readRows = async (file: ArrayBuffer): Promise<Array<Record<string, unknown>>> => {
+export const readRowArrays = async (file: ArrayBuffer): Promise<Array<Array<unknown>>> => {
   const metadata = metadataOf(file)
-  const fixups = new Map<string, Fixup>()
-  for (const { name, leaf } of topLevelColumns(metadata.schema)) {
-    if (leaf.converted_type === "DECIMAL") fixups.set(name, deep((raw) => decimalText(raw, leaf.scale ?? 0)))
-    else if (leaf.logical_type?.type === "JSON") fixups.set(name, deep(decodeText))
-  }
+  const fixups = topLevelColumns(metadata.schema).map(({ leaf }): Fixup => {
+    if (leaf.converted_type === "DECIMAL") return deep((raw) => decimalText(raw, leaf.scale ?? 0))
+    if (leaf.logical_type?.type === "JSON") return deep(decodeText)
+    return deep((raw) => raw)
+  })
   const schema = metadata.schema.map((element): SchemaElement => {
     if (element.converted_type !== "DECIMAL") return element
     const { converted_type: _converted, logical_type: _logical, ...raw } = element
     return raw
   })
-  const rows = await parquetReadObjects({ file, metadata: { ...metadata, schema }, compressors, parsers, utf8: false })
-  return rows.map((row) => {
-    const out: Record<string, unknown> = {}
-    for (const [key, value] of Object.entries(row)) {
-      const fix = fixups.get(key)
-      out[key] = fix ? fix(value) : deep((raw) => raw)(value)
+  let rows: Array<Array<unknown>> = []
+  await parquetRead({
+    file,
+    metadata: { ...metadata, schema },
+    compressors,
+    parsers,
+    utf8: false,
+    rowFormat: "array",
+    onComplete: (data) => {
+      rows = data
     }
-    return out
   })
+  return rows.map((row) => row.map((value, c) => fixups[c]!(value)))
+}
+
+/** {@link readRowArrays}, each row as an object keyed by column name. */
+export const readRows = async (file: ArrayBuffer): Promise<Array<Record<string, unknown>>> => {
+  const names = topLevelColumns(metadataOf(file).schema).map((column) => column.name)
+  return (await readRowArrays(file)).map((row) => Object.fromEntries(names.map((name, c) => [name, row[c]])))
 }
