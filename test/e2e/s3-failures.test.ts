@@ -104,18 +104,30 @@ describe("rivet run → s3: retries and failures", () => {
     await expectNothingLeft("fail/query/")
   })
 
-  it("a permanent error on UploadPart is not retried, and the upload is aborted", async () => {
-    server.faults.add({ operation: "UploadPart", respond: { s3Error: "AccessDenied" } })
-    const run = await runLogged(server, ["run", "-c", csvExport("fail/part/", MEDIUM_QUERY, { upload_concurrency: 1 })], env)
+  it.each([
+    { s3Error: "AccessDenied", hint: "Check IAM policy. Rivet needs s3:PutObject and s3:GetBucketLocation.", prefix: "fail/part/" },
+    {
+      s3Error: "SignatureDoesNotMatch",
+      hint: "Ensure region is set (even for MinIO, e.g. us-east-1), and that the secret key matches the access key.",
+      prefix: "fail/signature/"
+    }
+  ] as const)("a permanent $s3Error on UploadPart fails fast: not retried, and the upload is aborted", async ({ hint, prefix, s3Error }) => {
+    server.faults.add({ operation: "UploadPart", respond: { s3Error } })
+    const run = await runLogged(server, ["run", "-c", csvExport(prefix, MEDIUM_QUERY, { upload_concurrency: 1 })], env)
     expect(run.code).toBe(1)
-    expect(run.stderr).toContain("AccessDenied")
-    expect(run.stderr).toContain("Hint: Check IAM policy. Rivet needs s3:PutObject and s3:GetBucketLocation.")
+    expect(run.stderr).toContain(`(${s3Error}, HTTP 403)`)
+    expect(run.stderr).toContain(`Hint: ${hint}`)
     expect(writeRequests(run.requests).map((request) => `${request.operation} ${request.status}`)).toEqual([
       "CreateMultipartUpload 200",
       "UploadPart 403"
     ])
-    expect(countOf(run.requests, "AbortMultipartUpload", 204)).toBe(1)
-      await expectNothingLeft("fail/part/")
+    const denied = run.requests.find((request) => request.operation === "UploadPart")!
+    const abort = run.requests.find((request) => request.operation === "AbortMultipartUpload" && request.status === 204)!
+    expect(abort).toBeDefined()
+    expect(countOf(run.requests, "AbortMultipartUpload")).toBe(1)
+    // No backoff before giving up: the retry budget would spend at least ~5 s (0.2 + 0.4 + … + 3.2 s, jittered).
+    expect(abort.at - denied.at).toBeLessThan(2_000)
+    await expectNothingLeft(prefix)
   })
 
   it("a permanent error on CompleteMultipartUpload is not retried, and the upload is aborted", async () => {

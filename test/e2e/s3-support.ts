@@ -170,8 +170,11 @@ export const expectCommitted = async (server: S3TestServer, bucket: string, pref
 }
 
 /** Starts the server with `bucket` created. */
-export const startWithBucket = async (bucket: string): Promise<S3TestServer> => {
-  const server = await startS3Server()
+export const startWithBucket = async (
+  bucket: string,
+  options?: Parameters<typeof startS3Server>[0]
+): Promise<S3TestServer> => {
+  const server = await startS3Server(options)
   try {
     await server.createBucket(bucket)
   } catch (error) {

@@ -7,13 +7,13 @@ import type { S3Config } from "./config.js"
 import type { S3Credentials } from "./credentials.js"
 import { toSinkError } from "./errors.js"
 
-/** Network timeouts of the S3 client. Tests shorten them to exercise a stalled request. */
+/** Network timeouts of the S3 client that override the config. Tests shorten them to exercise a stalled request. */
 export interface S3Timeouts {
   /** Abandon a connection attempt after this long. Default 10 s. */
   readonly connectMs?: number
   /**
-   * Fail a request whose socket has been idle this long. Default 120 s. An idle timeout rather than a total one,
-   * so a large part on a slow link is never cut off while bytes still flow.
+   * Fail a request whose socket has been idle this long. Default: the destination's `request_timeout`. An idle
+   * timeout rather than a total one, so a large part on a slow link is never cut off while bytes still flow.
    */
   readonly idleMs?: number
 }
@@ -41,7 +41,7 @@ export const makeS3Client = (
           responseChecksumValidation: "WHEN_REQUIRED",
           requestHandler: {
             connectionTimeout: timeouts.connectMs ?? 10_000,
-            socketTimeout: timeouts.idleMs ?? 120_000,
+            socketTimeout: timeouts.idleMs ?? config.request_timeout,
             httpAgent: agent,
             httpsAgent: agent
           },

@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { DurationMs } from "../../runtime/duration.js"
 import { ByteSize, formatBytes } from "../../runtime/size.js"
 import { checkEndpoint, endpointUrlProblem } from "./endpoint-guard.js"
 
@@ -13,6 +14,8 @@ export const MAX_PART_SIZE = 5 * GiB
 export const DEFAULT_PART_SIZE = 8 * MiB
 /** `upload_concurrency` when not set. */
 export const DEFAULT_UPLOAD_CONCURRENCY = 4
+/** `request_timeout` when not set: long enough for a slow link, short enough that a dead one is noticed. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000
 
 /** The name of the object `rivet doctor` writes (and deletes) under the prefix. */
 export const DOCTOR_PROBE_NAME = ".rivet_doctor_probe"
@@ -180,6 +183,15 @@ const fields = {
     ),
     { exact: true, default: () => DEFAULT_UPLOAD_CONCURRENCY }
   ),
+  request_timeout: Schema.optionalWith(
+    DurationMs.pipe(
+      Schema.filter((ms) => (ms > 0 ? true : "request_timeout must be greater than 0, e.g. 120s"))
+    ),
+    { exact: true, default: () => DEFAULT_REQUEST_TIMEOUT_MS }
+  ).annotations({
+    description:
+      "Fail (and retry) a request after this long without any bytes sent or received, e.g. 30s. Default 120s. An idle timeout, not a total one: a large part on a slow link is never cut off while bytes flow."
+  }),
   storage_class: Schema.optionalWith(
     StorageClass.annotations({
       description: "S3 storage class of written objects, e.g. STANDARD_IA. Default: STANDARD."

@@ -48,6 +48,11 @@ const TRANSIENT = new Set([
 const EXPIRED = new Set(["ExpiredToken", "TokenRefreshRequired", "InvalidToken", "ExpiredTokenException"])
 const WRONG_REGION = new Set(["AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException"])
 
+// @smithy/node-http-handler's socketTimeout error: "the request socket timed out after 2000 ms of inactivity (…)".
+const IDLE_TIMEOUT = /socket timed out after (\d+) ms of inactivity/
+
+const seconds = (ms: number): string => (ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`)
+
 const field = (cause: unknown, name: string): unknown =>
   typeof cause === "object" && cause !== null ? (cause as Record<string, unknown>)[name] : undefined
 
@@ -145,6 +150,18 @@ const classify = (
 /** The `s3://bucket/key` (or `s3://bucket/`) an operation was about. */
 export const s3Uri = (bucket: string, key?: string): string => `s3://${bucket}/${key ?? ""}`
 
+/** A request that moved no bytes for `request_timeout`: retryable, and the message names the key to raise. */
+const idleTimeout = (context: S3ErrorContext, ms: number): SinkError =>
+  new SinkError({
+    plugin: "s3",
+    operation: context.operation,
+    ...(context.key === undefined ? {} : { key: context.key }),
+    reason: "Unavailable",
+    retryable: true,
+    message: `S3 ${context.operation} ${s3Uri(context.bucket, context.key)} failed: no bytes sent or received for ${seconds(ms)}, the destination's request_timeout (TimeoutError)`,
+    hint: `The endpoint stopped responding mid-request; timed-out requests are retried. If the link or endpoint is merely slow, raise request_timeout on the destination (now ${seconds(ms)}).`
+  })
+
 /**
  * Maps an AWS SDK failure (service error, credential-provider error, network error or timeout) to a `SinkError`
  * whose message names the operation and the object, and whose `retryable` tells the runtime whether to retry.
@@ -153,6 +170,8 @@ export const toSinkError = (cause: unknown, context: S3ErrorContext): SinkError 
   const name = text(field(cause, "name")) ?? text(field(cause, "Code")) ?? "Error"
   const code = text(field(cause, "code")) ?? text(field(cause, "Code"))
   const status = httpStatusOf(cause)
+  const idle = name === "TimeoutError" ? IDLE_TIMEOUT.exec(describeCause(cause)) : null
+  if (idle !== null) return idleTimeout(context, Number(idle[1]))
   const { hint, reason, retryable } = classify(name, code, status, cause, context)
   // A response without an S3 error body (HEAD, a proxy's 503) leaves the SDK with only "UnknownError".
   const bodiless = name === "Unknown" || describeCause(cause) === "UnknownError"

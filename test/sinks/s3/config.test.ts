@@ -3,7 +3,7 @@ import * as Either from "effect/Either"
 import * as JSONSchema from "effect/JSONSchema"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { DEFAULT_PART_SIZE, normalizePrefix, S3Config } from "../../../src/sinks/s3/config.js"
+import { DEFAULT_PART_SIZE, DEFAULT_REQUEST_TIMEOUT_MS, normalizePrefix, S3Config } from "../../../src/sinks/s3/config.js"
 
 const decode = Schema.decodeUnknownEither(S3Config, { onExcessProperty: "error", errors: "all" })
 
@@ -26,7 +26,7 @@ const issues = (input: Record<string, unknown>): Array<string> => {
 
 describe("S3Config", () => {
   it("decodes the seed's minimal block with defaults", () => {
-    expect(ok({})).toEqual({ ...base, part_size: DEFAULT_PART_SIZE, upload_concurrency: 4 })
+    expect(ok({})).toEqual({ ...base, part_size: DEFAULT_PART_SIZE, upload_concurrency: 4, request_timeout: DEFAULT_REQUEST_TIMEOUT_MS })
   })
 
   it("decodes every key", () => {
@@ -106,6 +106,19 @@ describe("S3Config", () => {
     expect(issues({ ...base, upload_concurrency })).toEqual([
       expect.stringMatching(/^upload_concurrency: .*1 to 64/)
     ])
+  })
+
+  it.each([
+    ["2s", 2_000],
+    ["500ms", 500],
+    ["5m", 300_000],
+    [30, 30_000]
+  ])("accepts request_timeout %j", (request_timeout, ms) => {
+    expect(ok({ request_timeout }).request_timeout).toBe(ms)
+  })
+
+  it.each(["0s", 0, "soon", -1])("rejects request_timeout %j", (request_timeout) => {
+    expect(issues({ ...base, request_timeout })).toEqual([expect.stringMatching(/^request_timeout: /)])
   })
 
   it("rejects unknown keys, storage classes and encryption modes", () => {
@@ -204,7 +217,7 @@ describe("S3Config JSON Schema", () => {
       $defs: Record<string, { properties: Record<string, { description?: string }> }>
     }
     const properties = schema.$defs["S3Destination"]?.properties ?? {}
-    expect(Object.keys(properties)).toHaveLength(15)
+    expect(Object.keys(properties)).toHaveLength(16)
     for (const [key, property] of Object.entries(properties)) {
       expect(property.description, key).toMatch(/\w/)
     }

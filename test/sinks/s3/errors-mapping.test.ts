@@ -80,6 +80,34 @@ describe("toSinkError", () => {
     expect(refused.hint).toBe("Nothing answered at http://***@localhost:9000: is the S3 emulator running?")
   })
 
+  it("names request_timeout for an idle socket, but not for a connection that never opened", () => {
+    const idle = toSinkError(
+      Object.assign(
+        new Error(
+          "@smithy/node-http-handler - the request socket timed out after 120000 ms of inactivity (configured by client requestHandler)."
+        ),
+        { name: "TimeoutError" }
+      ),
+      aws
+    )
+    expect(idle).toMatchObject({ reason: "Unavailable", retryable: true })
+    expect(idle.message).toBe(
+      "S3 PutObject s3://my-data-bucket/exports/daily/orders.parquet failed: no bytes sent or received for 120s, the destination's request_timeout (TimeoutError)"
+    )
+    expect(idle.hint).toContain("raise request_timeout on the destination (now 120s)")
+    const connect = toSinkError(
+      Object.assign(
+        new Error(
+          "@smithy/node-http-handler - the request socket did not establish a connection with the server within the configured timeout of 10000 ms."
+        ),
+        { name: "TimeoutError" }
+      ),
+      aws
+    )
+    expect(connect.retryable).toBe(true)
+    expect(connect.message).not.toContain("request_timeout")
+  })
+
   it("maps credential-provider failures to InvalidCredentials with a hint about the chain", () => {
     const cause = Object.assign(new Error("Could not load credentials from any providers"), {
       name: "CredentialsProviderError"

@@ -119,7 +119,8 @@ describe("S3 error mapping against an S3-protocol server", () => {
       const error = yield* Effect.flip(upload.writeBlock(0, randomBlock(1024)))
       expect(error.retryable).toBe(true)
       expect(error.reason).toBe("Unavailable")
-      expect(error.message).toContain("TimeoutError")
+      expect(error.message).toMatch(/failed: no bytes sent or received for 300ms, the destination's request_timeout \(TimeoutError\)$/)
+      expect(error.hint).toContain("raise request_timeout on the destination (now 300ms)")
       yield* upload.abort
     })
   )

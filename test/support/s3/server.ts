@@ -8,14 +8,14 @@ import { join } from "node:path"
 import { pipeline } from "node:stream/promises"
 import S3rver from "s3rver"
 import { stageBody } from "./body.js"
-import { makeFaultTable, type FaultInjector, type FaultRule, type FaultTable } from "./faults.js"
+import { faultKind, makeFaultTable, seededRandom, type FaultInjector, type FaultRule, type FaultTable } from "./faults.js"
 import { encodeKey, MultipartStore, type Exchange } from "./multipart.js"
 import { classify, type Target } from "./operation.js"
 import { verifySigV4 } from "./sigv4.js"
 import { makeUpstream, relayedHeaders, upstreamHeaders, upstreamUrl, type Upstream } from "./upstream.js"
 import { S3Failure, s3Error, sendError, xmlValues } from "./xml.js"
 
-export type { FaultInjector, FaultRule } from "./faults.js"
+export type { FaultInjector, FaultResponse, FaultRule } from "./faults.js"
 
 /** A loopback S3 endpoint for tests: s3rver behind a front end that verifies SigV4, decodes aws-chunked and does multipart. */
 export interface S3TestServer {
@@ -30,16 +30,33 @@ export interface S3TestServer {
   /** In-progress multipart uploads. */
   listMultipartUploads(bucket: string): Promise<Array<{ key: string; uploadId: string }>>
   faults: FaultInjector
-  /** Requests received by the front end, in arrival order; status is 0 while pending or when the connection was reset. */
-  requests(): ReadonlyArray<{ method: string; path: string; operation: string; status: number }>
+  /**
+   * Requests received by the front end, in arrival order; status is 0 while pending or when the connection was reset.
+   * `at` is the arrival time (Date.now()); `fault` the {@link faultKind} injected into the request, if any.
+   */
+  requests(): ReadonlyArray<LoggedRequest>
   stop(): Promise<void>
 }
 
-/** Starts s3rver and the front end on random loopback ports, with fresh temp directories. */
+/** One request as the front end logged it. */
+export interface LoggedRequest {
+  method: string
+  path: string
+  operation: string
+  status: number
+  at: number
+  fault?: string
+}
+
+/**
+ * Starts s3rver and the front end on random loopback ports, with fresh temp directories. `faultSeed` makes fault
+ * `rate`s and response choices replayable (default: Math.random).
+ */
 export async function startS3Server(options?: {
   accessKeyId?: string
   secretAccessKey?: string
   extraCredentials?: Array<{ accessKeyId: string; secretAccessKey: string }>
+  faultSeed?: number
 }): Promise<S3TestServer> {
   const region = "us-east-1"
   const credentials = { accessKeyId: options?.accessKeyId ?? "AKIARIVETTESTKEY0001", secretAccessKey: options?.secretAccessKey ?? randomBytes(20).toString("base64") }
@@ -58,17 +75,17 @@ export async function startS3Server(options?: {
     )
   const upstream = makeUpstream(upstreamPort)
   const store = new MultipartStore(staging, upstream)
-  const faults = makeFaultTable()
-  const log: Array<{ method: string; path: string; operation: string; status: number }> = []
+  const faults = makeFaultTable(options?.faultSeed === undefined ? Math.random : seededRandom(options.faultSeed))
+  const log: Array<LoggedRequest> = []
   const stalls = new Set<() => void>()
   const front = createServer((req, res) => {
     const target = classify(req.method ?? "GET", req.url ?? "/", req.headers)
-    const entry = { method: req.method ?? "GET", path: target.rawPath, operation: target.operation, status: 0 }
+    const entry: LoggedRequest = { method: req.method ?? "GET", path: target.rawPath, operation: target.operation, status: 0, at: Date.now() }
     log.push(entry)
     res.on("finish", () => {
       entry.status = res.statusCode
     })
-    const context: Context = { req, res, target, upstream, store, faults, stalls, staging }
+    const context: Context = { req, res, target, entry, upstream, store, faults, stalls, staging }
     handle(context, (id) => secrets.get(id), region).catch((error: unknown) => failed(context, error))
   })
   // Longer than any pause in a test, so the SDK never reuses a socket the server is just closing.
@@ -90,7 +107,12 @@ export async function startS3Server(options?: {
       return new Uint8Array(res.body.buffer, res.body.byteOffset, res.body.byteLength)
     },
     listMultipartUploads: async (bucket) => store.list(bucket).map(({ key, uploadId }) => ({ key, uploadId })),
-    faults: { add: (rule: FaultRule) => faults.add(rule), clear: () => faults.clear(), injected: () => faults.injected() },
+    faults: {
+      add: (rule: FaultRule) => faults.add(rule),
+      clear: () => faults.clear(),
+      injected: () => faults.injected(),
+      injectedByKind: () => faults.injectedByKind()
+    },
     requests: () => log.map((e) => ({ ...e })),
     stop: async () => {
       for (const wake of stalls) wake()
@@ -107,6 +129,7 @@ interface Context {
   readonly req: IncomingMessage
   readonly res: ServerResponse
   readonly target: Target
+  readonly entry: LoggedRequest
   readonly upstream: Upstream
   readonly store: MultipartStore
   readonly faults: FaultTable
@@ -119,6 +142,7 @@ const handle = async (ctx: Context, secretFor: (id: string) => string | undefine
   verifySigV4({ method: req.method ?? "GET", url: req.url ?? "/", headers: req.headersDistinct }, { region, secretFor, now: new Date() })
   const fault = ctx.faults.match(target.operation, target.key)
   if (fault !== undefined) {
+    ctx.entry.fault = faultKind(fault)
     if ("reset" in fault) return void req.socket.destroy()
     if ("s3Error" in fault) throw s3Error(fault.s3Error, `Injected fault: ${fault.s3Error}`)
     if ("status" in fault) {
