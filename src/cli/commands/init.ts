@@ -73,6 +73,16 @@ export const initCommand = Command.make(
     Effect.gen(function* () {
       const file = Option.getOrUndefined(output)
       if (file !== undefined && !force && (yield* exists(file))) return yield* Effect.fail(existsError(file))
+      // Not echoed: a user who misread the option may have passed the URL itself, password included.
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(sourceEnv)) {
+        return yield* Effect.fail(
+          new ConfigError({
+            path: "--source-env",
+            message: "must be the NAME of an environment variable holding the connection URL, not the URL itself (value not shown)",
+            hint: "export DATABASE_URL=postgres://user:password@host:5432/database, then run rivet init --source-env DATABASE_URL"
+          })
+        )
+      }
       const url = process.env[sourceEnv]
       if (url === undefined || url === "") {
         return yield* Effect.fail(

@@ -8,7 +8,8 @@ const EmbeddedConfig = Schema.Struct({
   ),
   port: Schema.optional(
     Schema.Int.pipe(Schema.between(1, 65535)).annotations({
-      description: "TCP port of the demo database (default: a free port)."
+      description: "TCP port of the demo database (default: a free port).",
+      message: () => "port must be a whole number from 1 to 65535"
     })
   )
 }).annotations({
@@ -20,20 +21,33 @@ const Seconds = (description: string, fallback: number) =>
 
 const connectionKeys = ["url", "url_env", "embedded"] as const
 
+// Neither message echoes the value: a user who misread `url_env` may have pasted the URL, password included.
+const urlEnvProblem = (name: string): string | undefined => {
+  if (name.includes("://") || name.includes("@")) {
+    return "url_env must be the NAME of an environment variable holding the connection URL (e.g. DATABASE_URL), not the URL itself: export DATABASE_URL=postgres://… and write url_env: DATABASE_URL"
+  }
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
+    ? undefined
+    : "url_env must be the name of an environment variable (letters, digits and _), e.g. DATABASE_URL"
+}
+
 /**
  * The `source:` block of a `postgres` source (without `type`). Exactly one of `url`, `url_env` or `embedded`
  * says where the data comes from.
  */
 export const PostgresConfig = Schema.Struct({
   url: Schema.optional(
-    Schema.Redacted(Schema.String).annotations({
+    // The default message would quote a non-string value (`actual [...]`), which may hold the password.
+    Schema.Redacted(
+      Schema.String.annotations({ message: () => "expected a string: the connection URL (value not shown)" })
+    ).annotations({
       description: "Connection URL, `postgres://user:password@host:5432/database`. Prefer `url_env` for secrets."
     })
   ),
   url_env: Schema.optional(
     Schema.NonEmptyString.annotations({
       description: "Name of an environment variable holding the connection URL."
-    })
+    }).pipe(Schema.filter((name) => urlEnvProblem(name) ?? true))
   ),
   embedded: Schema.optional(EmbeddedConfig),
   schema: Schema.optionalWith(

@@ -3,6 +3,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import { decodeBlock } from "../../../src/runtime/config/issues.js"
 import postgresSource from "../../../src/sources/postgres/index.js"
 import { makeScrubber, maskUrl } from "../../../src/sources/postgres/url.js"
 
@@ -38,6 +39,25 @@ describe("postgres source config", () => {
     expect(Either.isLeft(decode({ url_env: "X", bogus: 1 }))).toBe(true)
     expect(Either.isLeft(decode({ url_env: "X", statement_timeout_s: -1 }))).toBe(true)
     expect(Either.isLeft(decode({ embedded: { port: 70000 } }))).toBe(true)
+  })
+
+  it("refuses a URL in url_env or a non-string url without echoing the value (as config loading reports it)", () => {
+    const messages = (input: unknown) =>
+      Either.match(decodeBlock(postgresSource.config, input, "source"), {
+        onLeft: (errors) => errors.map((error) => `${error.path}: ${error.message}`),
+        onRight: () => []
+      })
+    const secret = "s3cret-canary"
+    expect(messages({ url_env: `postgres://app:${secret}@db/shop` })).toEqual([
+      expect.stringMatching(/^source\.url_env: url_env must be the NAME of an environment variable holding the connection URL/)
+    ])
+    expect(messages({ url_env: "my-url" })).toEqual([
+      "source.url_env: url_env must be the name of an environment variable (letters, digits and _), e.g. DATABASE_URL"
+    ])
+    expect(messages({ url: [`postgres://app:${secret}@db/shop`] })).toEqual([
+      "source.url: expected a string: the connection URL (value not shown)"
+    ])
+    expect(messages({ url_env: `postgres://app:${secret}@db/shop` }).join("")).not.toContain(secret)
   })
 })
 
