@@ -41,6 +41,16 @@ const failureOf = (lines: ReadonlyArray<string>, name: string) => {
 }
 
 describe("rivet doctor", () => {
+  it("a config error is `[FAIL] Config: <path>: message` with its hint, and nothing is contacted", async () => {
+    const run = await doctorWith({ type: "s3", bucket: BUCKET, region: server.region, endpoint: server.endpoint, prefx: "x/" })
+    const failure = failureOf(run.lines, "Config")
+    expect(failure.line).toMatch(/^\[FAIL\] Config: exports\[0\]\.destination\.prefx( \(line \d+\))?: unknown key 'prefx'/)
+    expect(failure.hint).toContain("prefix")
+    expect(run.lines).toContain(FAILED)
+    expect(run.code).toBe(1)
+    expect(run.requests).toEqual([])
+  })
+
   it("a reachable, writable bucket is `[OK]  Destination S3(<bucket>)`; the probe object is removed", async () => {
     const run = await doctorWith(s3Destination(server, BUCKET, { prefix: "doctor/" }))
     expect(run.lines).toEqual([

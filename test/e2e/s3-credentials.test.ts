@@ -139,7 +139,7 @@ describe("credentials", () => {
     const run = await runLogged(server, ["run", "-c", exportTo("creds/unknown-key/")], env)
     await expectRejected("creds/unknown-key/", run, {
       error: "(InvalidAccessKeyId, HTTP 403)",
-      hint: "Check the access key variables (access_key_env / AWS_ACCESS_KEY_ID); a temporary ASIA… key also needs session_token_env.",
+      hint: "The access key id from the AWS default credential chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws files, container or instance role) is not known to this endpoint: check it (a temporary ASIA… key also needs its session token).",
       writes: ["PutObject 403"]
     })
   })

@@ -11,7 +11,8 @@ const HINT_INDENT = "       "
 /** `[OK]  <name>` (two spaces, no detail) or `[FAIL] <name>: <what happened>` + an indented `Hint:` line. */
 export const renderCheck = (check: DoctorCheck): string => {
   if (!check.error) return `[OK]  ${check.name}`
-  const lines = [`[FAIL] ${check.name}: ${check.error.message}`]
+  const where = check.error._tag === "ConfigError" ? `${check.error.path}: ` : ""
+  const lines = [`[FAIL] ${check.name}: ${where}${check.error.message}`]
   if (check.error.hint) lines.push(`${HINT_INDENT}Hint: ${check.error.hint}`)
   return lines.join("\n")
 }

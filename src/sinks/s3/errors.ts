@@ -107,7 +107,7 @@ const classify = (
     return {
       reason: "InvalidCredentials",
       retryable: false,
-      hint: "Check the access key variables (access_key_env / AWS_ACCESS_KEY_ID); a temporary ASIA… key also needs session_token_env."
+      hint: `The access key id from ${context.credentials} is not known to this endpoint: check it (a temporary ASIA… key also needs its session token).`
     }
   }
   if (EXPIRED.has(name)) {

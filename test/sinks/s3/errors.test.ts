@@ -53,7 +53,7 @@ describe("S3 error mapping against an S3-protocol server", () => {
       expect(error.retryable).toBe(false)
       expect(error.message).toContain("InvalidAccessKeyId")
       expect(error.hint).toBe(
-        "Check the access key variables (access_key_env / AWS_ACCESS_KEY_ID); a temporary ASIA… key also needs session_token_env."
+        "The access key id from the environment variables RIVET_TEST_S3_AK/RIVET_TEST_S3_SK (access_key_env/secret_key_env) is not known to this endpoint: check it (a temporary ASIA… key also needs its session token)."
       )
       expectNoSecrets(error)
     })
