@@ -6,11 +6,22 @@ import { formatBytes } from "../runtime/size.js"
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/g
 
-/** One readable error (plus hint) for the terminal; never a stack trace. */
+/** Above this, the middle of a path, message or hint (a pasted blob echoed back) is elided. */
+const MAX_PART = 1000
+
+/** One line of text: no control bytes, newlines shown as \n (a YAML key may hold one), a bounded length. */
+const oneLine = (text: string, max = MAX_PART): string => {
+  const flat = text.replace(/\r?\n|\r/g, "\\n").replace(CONTROL, "")
+  if (flat.length <= max) return flat
+  const keep = Math.floor(max / 2)
+  return `${flat.slice(0, keep)}…[${flat.length - 2 * keep} characters]…${flat.slice(-keep)}`
+}
+
+/** One readable error (plus hint) for the terminal: exactly one `Error:` line, never a stack trace. */
 export const renderError = (error: RivetError): string => {
-  const where = error._tag === "ConfigError" ? `${error.path}: ` : ""
-  const lines = [`Error: ${where}${error.message}`.replace(CONTROL, "")]
-  if (error.hint) lines.push(`Hint: ${error.hint}`.replace(CONTROL, ""))
+  const where = error._tag === "ConfigError" ? `${oneLine(error.path, 200)}: ` : ""
+  const lines = [`Error: ${where}${oneLine(error.message)}`]
+  if (error.hint) lines.push(`Hint: ${oneLine(error.hint)}`)
   return lines.join("\n")
 }
 

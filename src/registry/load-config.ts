@@ -3,6 +3,7 @@ import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { validateConfig } from "../runtime/config/decode.js"
+import { pathSegments } from "../runtime/config/issues.js"
 import type { RivetConfig } from "../runtime/config/model.js"
 import { interpolate, parseYaml } from "../runtime/config/yaml.js"
 import { ConfigError, describeCause } from "../runtime/errors.js"
@@ -39,14 +40,27 @@ export const validateConfigValue = (
 
 const readConfigText = (file: string) =>
   Effect.tryPromise({
-    try: () => fs.readFile(file, "utf8"),
+    try: () => fs.readFile(file),
     catch: (cause) =>
       new ConfigError({
         path: file,
         message: `cannot read the config file: ${describeCause(cause)}`,
         hint: "check the --config path"
       })
-  })
+  }).pipe(
+    // Decoding leniently would turn stray bytes into U+FFFD inside names and paths, far from their cause.
+    Effect.flatMap((bytes) =>
+      Effect.try({
+        try: () => new TextDecoder("utf-8", { fatal: true }).decode(bytes),
+        catch: () =>
+          new ConfigError({
+            path: file,
+            message: "the config file is not valid UTF-8 text",
+            hint: "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8), or check that it is the right file"
+          })
+      })
+    )
+  )
 
 /**
  * Only the `plugins:` list of a config file (with `${VAR}` substituted) and the directory it resolves against —
@@ -91,9 +105,4 @@ export const loadConfigFile = (file: string, options: LoadOptions = {}): Effect.
     Either.isRight(result) ? Effect.succeed(result.right) : Effect.fail(result.left[0]!)
   )
 
-/** `exports[1].destination.bucket` → ["exports", 1, "destination", "bucket"]. */
-export const pathSegments = (configPath: string): Array<string | number> =>
-  configPath
-    .split(/\.|(?=\[)/)
-    .filter(Boolean)
-    .map((segment) => (/^\[\d+\]$/.test(segment) ? Number(segment.slice(1, -1)) : segment))
+export { pathSegments }

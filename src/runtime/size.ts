@@ -27,19 +27,26 @@ export const parseByteSize = (input: string | number): number | undefined => {
   return Number.isSafeInteger(bytes) && bytes >= 1 ? bytes : undefined
 }
 
+/** Why `parseByteSize` refused `input`: too large, not above zero, or not a size at all. */
+export const byteSizeProblem = (input: string | number): string => {
+  const shown = typeof input === "number" ? String(input) : JSON.stringify(input)
+  const match = typeof input === "number" ? undefined : /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(input)
+  const unit = match ? UNITS[(match[2] || "b").toLowerCase()] : undefined
+  const value = typeof input === "number" ? input : match && unit !== undefined ? Number(match[1]) * unit : Number.NaN
+  if (value > Number.MAX_SAFE_INTEGER) return `size ${shown} is too large: at most ${formatBytes(Number.MAX_SAFE_INTEGER)}`
+  if (value < 1 || (typeof input === "number" && !Number.isInteger(input))) {
+    return `invalid size ${shown}: must be a whole number of bytes, at least 1 (or a number with a unit, e.g. 256MiB)`
+  }
+  return `invalid size ${shown}: use a number of bytes or a number with a unit, e.g. 256MiB or 1GB`
+}
+
 /** `256MiB`, `1GB` or a plain number of bytes, decoded to a number of bytes (at least 1). */
 export const ByteSize = Schema.transformOrFail(Schema.Union(Schema.String, Schema.Number), Schema.Number, {
   strict: true,
   decode: (input, _options, ast) => {
     const bytes = parseByteSize(input)
     return bytes === undefined
-      ? ParseResult.fail(
-          new ParseResult.Type(
-            ast,
-            input,
-            `invalid size ${JSON.stringify(input)}: use a number of bytes or a number with a unit, e.g. 256MiB or 1GB`
-          )
-        )
+      ? ParseResult.fail(new ParseResult.Type(ast, input, byteSizeProblem(input)))
       : ParseResult.succeed(bytes)
   },
   encode: (bytes) => ParseResult.succeed(bytes)

@@ -158,7 +158,7 @@ const decodeExport = (
       else
         problems.add(
           new ConfigError({
-            path: `${path}.columns.${column}.type`,
+            path: joinPath(path, ["columns", column, "type"]),
             message: `unknown type '${override.type}'`,
             hint: "e.g. decimal(38,9), int64, float64, string, timestamptz, date, json, bytes, list<int32>"
           })

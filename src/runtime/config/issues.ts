@@ -3,14 +3,33 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import { ConfigError } from "../errors.js"
+import { nameShapes } from "./expected.js"
 
-/** `exports[1].destination.bucket` from a base path and the segments below it. */
+const PLAIN_KEY = /^[A-Za-z0-9_-]+$/
+
+/**
+ * `exports[1].destination.bucket` from a base path and the segments below it. A key that is not plain (a dot, a
+ * bracket, a space — YAML allows any key) is written `["a.b"]`, so the path reads back unambiguously.
+ */
 export const joinPath = (base: string, segments: ReadonlyArray<PropertyKey>): string =>
   segments.reduce<string>((path, segment) => {
     if (typeof segment === "number") return `${path}[${segment}]`
     const key = String(segment)
+    if (!PLAIN_KEY.test(key)) return `${path}[${JSON.stringify(key)}]`
     return path ? `${path}.${key}` : key
   }, base)
+
+const SEGMENT = /\.?([A-Za-z0-9_-]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/y
+
+/** `exports[1].columns["a.b"]` → ["exports", 1, "columns", "a.b"]: the inverse of `joinPath`. */
+export const pathSegments = (configPath: string): Array<string | number> => {
+  const segments: Array<string | number> = []
+  SEGMENT.lastIndex = 0
+  for (let match = SEGMENT.exec(configPath); match !== null; match = SEGMENT.exec(configPath)) {
+    segments.push(match[1] ?? (match[2] !== undefined ? Number(match[2]) : (JSON.parse(match[3]!) as string)))
+  }
+  return segments
+}
 
 const editDistance = (a: string, b: string): number => {
   const row = Array.from({ length: b.length + 1 }, (_, i) => i)
@@ -66,10 +85,8 @@ const messageOf = (issue: ParseResult.ArrayFormatterIssue): string => {
   switch (issue._tag) {
     case "Missing":
       return "is required"
-    case "Type":
-      return issue.message.replace(/^Expected /, "expected ")
     default:
-      return issue.message
+      return issue.message.replace(/^Expected /, "expected ")
   }
 }
 
@@ -87,8 +104,12 @@ const mergeAlternatives = (
     const key = joinPath("", issue.path)
     byPath.set(key, [...(byPath.get(key) ?? []), issue])
   }
-  return [...byPath.values()].flatMap((all) => {
-    const group = all.length > 1 ? all.filter((issue) => !issue.message.startsWith("Expected undefined, actual ")) : all
+  // An optional block that fails inside also fails its `undefined` alternative: noise once a nested issue names it.
+  const paths = [...byPath.keys()]
+  const nested = (key: string) => paths.some((other) => other !== key && (other.startsWith(`${key}.`) || other.startsWith(`${key}[`)))
+  return [...byPath.entries()].flatMap(([key, all]) => {
+    const group =
+      all.length > 1 || nested(key) ? all.filter((issue) => !issue.message.startsWith("Expected undefined, actual ")) : all
     const matches = group.map((issue) => (issue._tag === "Type" ? ALTERNATIVE.exec(issue.message) : null))
     if (group.length < 2 || matches.some((match) => match === null)) return group
     return [{ ...group[0]!, message: `Expected ${matches.map((match) => match![1]).join(" or ")}, actual ${matches[0]![2]}` }]
@@ -106,9 +127,9 @@ export const decodeBlock = <A, I>(
 ): Either.Either<A, ReadonlyArray<ConfigError>> => {
   const result = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })(input)
   if (Either.isRight(result)) return Either.right(result.right)
-  const issues = mergeAlternatives(ParseResult.ArrayFormatter.formatErrorSync(result.left))
+  const issues = mergeAlternatives(ParseResult.ArrayFormatter.formatIssueSync(nameShapes(result.left.issue)))
   return Either.left(
-    issues.map((issue) => {
+    dropMissingTypos(issues).map((issue) => {
       if (issue._tag === "Unexpected" && issue.path.length > 0) {
         const parentPath = issue.path.slice(0, -1)
         const key = String(issue.path[issue.path.length - 1])
@@ -117,6 +138,25 @@ export const decodeBlock = <A, I>(
       return new ConfigError({ path: joinPath(path, issue.path), message: messageOf(issue) })
     })
   )
+}
+
+/**
+ * `pth: out` is one mistake, not two: when an unknown key is a likely typo of a required key that is missing next
+ * to it, only the unknown key (whose hint names the right spelling) is reported.
+ */
+const dropMissingTypos = <I extends ParseResult.ArrayFormatterIssue>(issues: ReadonlyArray<I>): ReadonlyArray<I> => {
+  const missing = issues.filter((issue) => issue._tag === "Missing" && issue.path.length > 0)
+  const typos = issues.filter((issue) => issue._tag === "Unexpected" && issue.path.length > 0)
+  const covered = new Set(
+    missing.filter((gap) =>
+      typos.some((typo) => {
+        const parent = joinPath("", typo.path.slice(0, -1))
+        const key = String(gap.path[gap.path.length - 1])
+        return parent === joinPath("", gap.path.slice(0, -1)) && didYouMean(String(typo.path[typo.path.length - 1]), [key]) === key
+      })
+    )
+  )
+  return issues.filter((issue) => !covered.has(issue))
 }
 
 /** Known keys of the struct found by walking `segments` into a schema (best effort, for hints). */
@@ -128,10 +168,17 @@ const keysAt = (schema: Schema.Schema.AnyNoContext, segments: ReadonlyArray<Prop
       continue
     }
     const property = safeSignatures(ast).find((p) => p.name === segment)
-    if (!property) return []
-    ast = property.type
+    // A record (`columns: { amount: {...} }`): any key leads to the value schema.
+    const record = recordValue(ast)
+    if (!property && !record) return []
+    ast = property?.type ?? record!
   }
   return safeSignatures(ast).map((p) => String(p.name))
+}
+
+const recordValue = (ast: SchemaAST.AST): SchemaAST.AST | undefined => {
+  if (SchemaAST.isUnion(ast)) return ast.types.map(recordValue).find((value) => value !== undefined)
+  return SchemaAST.isTypeLiteral(ast) ? ast.indexSignatures[0]?.type : undefined
 }
 
 const safeSignatures = (ast: SchemaAST.AST): ReadonlyArray<SchemaAST.PropertySignature> => {

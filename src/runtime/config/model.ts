@@ -72,13 +72,18 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]*$/
 const PLAIN_IDENTIFIER = IDENTIFIER.source.slice(1, -1)
 
+/** File names are at most 255 bytes; a part name adds up to ~70 characters (timestamp, chunk, nonce, extension). */
+export const MAX_EXPORT_NAME_LENGTH = 128
+
 export const ExportName = Schema.String.pipe(
-  Schema.filter((name) =>
-    SAFE_NAME.test(name) && !name.includes("..")
+  Schema.filter((name) => {
+    if (!SAFE_NAME.test(name) || name.includes("..")) {
+      return `invalid export name ${JSON.stringify(name)}: use letters, digits, '_', '-' and '.', starting with a letter or digit (it becomes part of file names)`
+    }
+    return name.length <= MAX_EXPORT_NAME_LENGTH
       ? true
-      : `invalid export name ${JSON.stringify(name)}: use letters, digits, '_', '-' and '.', starting with a letter or digit (it becomes part of file names)`,
-    { jsonSchema: { pattern: SAFE_NAME.source } }
-  )
+      : `export name is ${name.length} characters long: at most ${MAX_EXPORT_NAME_LENGTH} (it becomes part of file names, which are limited to 255 bytes)`
+  }, { jsonSchema: { pattern: SAFE_NAME.source, maxLength: MAX_EXPORT_NAME_LENGTH } })
 ).annotations({ description: "Unique name of the export; used in file names, so letters, digits, _ - . only." })
 
 export const TableName = Schema.String.pipe(
@@ -173,7 +178,8 @@ export const ExportCore = Schema.Struct({
   ),
   key_columns: Schema.optional(
     Schema.Union(ColumnName, Schema.NonEmptyArray(ColumnName)).annotations({
-      description: "keyset: the unique, non-null key to page by, one column or a list (default: the primary key)."
+      description: "keyset: the unique, non-null key to page by, one column or a list (default: the primary key).",
+      message: () => ({ message: "must be a column name or a non-empty list of column names, e.g. [tenant_id, id]", override: true })
     })
   ),
   page_size: Schema.optional(

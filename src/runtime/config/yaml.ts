@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as YAML from "yaml"
 import { ConfigError } from "../errors.js"
+import { joinPath } from "./issues.js"
 
 /** A parsed YAML document plus what is needed to point errors at lines. */
 export interface ParsedYaml {
@@ -9,11 +10,30 @@ export interface ParsedYaml {
   readonly lineOf: (path: ReadonlyArray<string | number>) => number | undefined
 }
 
+/** The library's words for a few errors, rephrased for someone editing a config rather than calling a YAML API. */
+const reasonOf = (error: YAML.YAMLError, firstLine: string): string => {
+  if (error.code === "MULTIPLE_DOCS") return "a second YAML document starts here (a --- line); a config is one document"
+  if (firstLine.includes("Maximum call stack size exceeded")) return "the document is nested too deeply"
+  return firstLine
+}
+
 const yamlErrorMessage = (error: YAML.YAMLError): string => {
   const position = error.linePos?.[0]
-  const firstLine = error.message.split("\n")[0] ?? error.message
-  return position ? `line ${position.line}, column ${position.col}: ${firstLine}` : firstLine
+  // prettyErrors appends " at line L, column C:" and a code excerpt; the position is already in front.
+  const firstLine = (error.message.split("\n")[0] ?? error.message).replace(/ at line \d+, column \d+:?$/, "")
+  const reason = reasonOf(error, firstLine)
+  return position ? `line ${position.line}, column ${position.col}: ${reason}` : reason
 }
+
+/** An unquoted `{` starts a flow mapping: the usual cause of a syntax error on a line holding one, or of an unclosed one. */
+const braceHint = (error: YAML.YAMLError, text: string): string | undefined => {
+  const line = error.linePos ? text.split(/\r?\n/)[error.linePos[0].line - 1] : undefined
+  return /flow map/i.test(error.message) || (line !== undefined && line.includes("{"))
+    ? "values containing { } must be quoted"
+    : undefined
+}
+
+const MAX_ALIAS_COUNT = 100
 
 /** Parses YAML text; syntax errors become a ConfigError pointing at the line. */
 export const parseYaml = (text: string, origin: string): Effect.Effect<ParsedYaml, ConfigError> =>
@@ -26,7 +46,7 @@ export const parseYaml = (text: string, origin: string): Effect.Effect<ParsedYam
         new ConfigError({
           path: origin,
           message: `invalid YAML: ${yamlErrorMessage(first)}`,
-          hint: first.message.includes("{") ? "values containing { } must be quoted" : undefined
+          hint: braceHint(first, text)
         })
       )
     }
@@ -35,7 +55,18 @@ export const parseYaml = (text: string, origin: string): Effect.Effect<ParsedYam
       const offset = YAML.isNode(node) ? node.range?.[0] : undefined
       return offset === undefined ? undefined : lineCounter.linePos(offset).line
     }
-    return Effect.succeed({ value: document.toJS({ maxAliasCount: 100 }) as unknown, lineOf })
+    return Effect.try({
+      try: () => ({ value: document.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) as unknown, lineOf }),
+      // Alias expansion past the limit (a "billion laughs" document) or a structure too deep to convert.
+      catch: (cause) =>
+        cause instanceof ReferenceError
+          ? new ConfigError({
+              path: origin,
+              message: "invalid YAML: its aliases (*name) expand into too many values",
+              hint: "write the values out instead of nesting aliases of aliases"
+            })
+          : new ConfigError({ path: origin, message: "invalid YAML: the document is nested too deeply to read" })
+    })
   })
 
 const VARIABLE = /\$\$|\$\{([^}]*)\}/g
@@ -89,7 +120,7 @@ export const interpolate = (
   if (value !== null && typeof value === "object") {
     return Effect.map(
       Effect.forEach(Object.entries(value), ([key, item]) =>
-        Effect.map(interpolate(item, env, path ? `${path}.${key}` : key), (resolved) => [key, resolved] as const)
+        Effect.map(interpolate(item, env, joinPath(path, [key])), (resolved) => [key, resolved] as const)
       ),
       Object.fromEntries
     )

@@ -3,7 +3,10 @@ import * as Schema from "effect/Schema"
 /** The `destination:` block of `type: local`. */
 export const LocalConfig = Schema.Struct({
   path: Schema.String.pipe(
-    Schema.nonEmptyString({ message: () => "path must not be empty (use . for the config file's directory)" })
+    Schema.nonEmptyString({ message: () => "path must not be empty (use . for the config file's directory)" }),
+    // No file system accepts a NUL byte in a path; other control characters are legal but always a mistake.
+    // eslint-disable-next-line no-control-regex
+    Schema.filter((path) => (/[\u0000-\u001f\u007f]/.test(path) ? "path must not contain control characters (NUL, newline, tab, …)" : true))
   ).annotations({
     title: "path",
     description:

@@ -16,6 +16,7 @@ export const DEFAULT_PART_SIZE = 8 * MiB
 export const DEFAULT_UPLOAD_CONCURRENCY = 4
 /** `request_timeout` when not set: long enough for a slow link, short enough that a dead one is noticed. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000
+const MAX_REQUEST_TIMEOUT_MS = 24 * 86_400_000
 
 /** The name of the object `rivet doctor` writes (and deletes) under the prefix. */
 export const DOCTOR_PROBE_NAME = ".rivet_doctor_probe"
@@ -41,6 +42,16 @@ const bucketProblem = (bucket: string): string | undefined => {
 }
 
 /** `exports/daily` → `exports/daily/`; `/x/` → `x/`; empty stays empty. */
+/** Why a prefix cannot be used: parent segments, or characters that make a key unreadable or path-like on Windows. */
+const prefixProblem = (prefix: string): string | undefined => {
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(prefix)) return `prefix ${JSON.stringify(prefix)} must not contain control characters (NUL, newline, tab, …)`
+  if (prefix.includes("\\")) return `prefix ${JSON.stringify(prefix)} must not contain '\\': separate folders with /, e.g. exports/daily/`
+  return prefix.split("/").includes("..")
+    ? `prefix '${prefix}' must not contain '..' segments: S3 keys have no parent directories; write the folder path you want, e.g. exports/daily/`
+    : undefined
+}
+
 export const normalizePrefix = (prefix: string): string => {
   const trimmed = prefix.replace(/^\/+/, "")
   return trimmed === "" || trimmed.endsWith("/") ? trimmed : `${trimmed}/`
@@ -101,11 +112,7 @@ const fields = {
       text(
         "Key prefix (folder-like path) under which objects are written, e.g. exports/daily/. A missing trailing / is added, a leading / removed; '..' segments are rejected."
       ).pipe(
-        Schema.filter((prefix) =>
-          prefix.split("/").includes("..")
-            ? `prefix '${prefix}' must not contain '..' segments: S3 keys have no parent directories; write the folder path you want, e.g. exports/daily/`
-            : true
-        )
+        Schema.filter((prefix) => prefixProblem(prefix) ?? true)
       ),
       Schema.String,
       { strict: true, decode: normalizePrefix, encode: (prefix) => prefix }
@@ -185,7 +192,14 @@ const fields = {
   ),
   request_timeout: Schema.optionalWith(
     DurationMs.pipe(
-      Schema.filter((ms) => (ms > 0 ? true : "request_timeout must be greater than 0, e.g. 120s"))
+      Schema.filter((ms) =>
+        ms <= 0
+          ? "request_timeout must be greater than 0, e.g. 120s"
+          : // Node timers hold at most 2^31 − 1 ms; a longer one would fire at once.
+            ms > MAX_REQUEST_TIMEOUT_MS
+            ? "request_timeout must be at most 24d"
+            : true
+      )
     ),
     { exact: true, default: () => DEFAULT_REQUEST_TIMEOUT_MS }
   ).annotations({
