@@ -149,21 +149,29 @@ export const untrackedOf = (stderr: string): Array<string> => {
 
 const sha256 = (bytes: Uint8Array) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`
 
-const CSV_HEADER = "id,label,amount,note"
+/** What a CSV data file of a crash test's table looks like: its header and what a complete row is (id first). */
+export interface CsvShape {
+  readonly header: string
+  readonly isCompleteRow: (fields: ReadonlyArray<string>) => boolean
+}
+
+/** crash_src: `id,label,amount,note` with a 256-hex label. */
+const CRASH_SRC_CSV: CsvShape = {
+  header: "id,label,amount,note",
+  isCompleteRow: (fields) => fields.length === 4 && /^\d+$/.test(fields[0]!) && /^[0-9a-f]{256}$/.test(fields[1]!)
+}
 
 /** The ids of one data file, read completely: a truncated or partial file throws. */
-export const idsOf = async (file: string): Promise<Array<number>> => {
+export const idsOf = async (file: string, csv: CsvShape = CRASH_SRC_CSV): Promise<Array<number>> => {
   const bytes = fs.readFileSync(file)
   if (file.endsWith(".csv")) {
     const text = bytes.toString("utf8")
     if (!text.endsWith("\n")) throw new Error(`${file} does not end with a newline: a partial CSV file`)
     const [header, ...lines] = text.slice(0, -1).split("\n")
-    if (header !== CSV_HEADER) throw new Error(`${file}: header is ${header}`)
+    if (header !== csv.header) throw new Error(`${file}: header is ${header}`)
     return lines.map((line, index) => {
       const fields = line.split(",")
-      if (fields.length !== 4 || !/^\d+$/.test(fields[0]!) || !/^[0-9a-f]{256}$/.test(fields[1]!)) {
-        throw new Error(`${file}: line ${index + 2} is not a complete row: ${line}`)
-      }
+      if (!csv.isCompleteRow(fields)) throw new Error(`${file}: line ${index + 2} is not a complete row: ${line}`)
       return Number(fields[0])
     })
   }
