@@ -22,20 +22,22 @@ const isRetryable = (error: unknown): boolean =>
  * Retries an operation whose failure is marked `retryable` (exponential backoff with jitter, capped),
  * calling `onRetry` before each new attempt so runs can report how many retries they needed.
  * Permanent errors fail at once. Plugins never retry; the runtime wraps their primitives with this.
+ * `retryable` narrows which failures are retried (default: any marked `retryable`).
  */
 export const withRetry = <A, E, R>(
   operation: Effect.Effect<A, E, R>,
   policy: RetryPolicy,
-  onRetry: (error: E) => void
+  onRetry: (error: E) => void,
+  retryable: (error: E) => boolean = isRetryable
 ): Effect.Effect<A, E, R> =>
   Effect.retry(
-    Effect.tapError(operation, (error) => Effect.sync(() => isRetryable(error) && onRetry(error))),
+    Effect.tapError(operation, (error) => Effect.sync(() => retryable(error) && onRetry(error))),
     {
       schedule: Schedule.exponential(policy.initialDelay, 2).pipe(
         Schedule.jittered,
         Schedule.modifyDelay((delay) => Duration.min(delay, Duration.decode(policy.maxDelay)))
       ),
       times: policy.maxRetries,
-      while: isRetryable
+      while: retryable
     }
   )

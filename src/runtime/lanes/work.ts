@@ -1,6 +1,7 @@
 import type * as Effect from "effect/Effect"
 import type { RivetError } from "../errors.js"
-import { runUnit, type UnitContext, type UnitOutcome } from "../modes/run-unit.js"
+import { runAttempt } from "../modes/attempt.js"
+import type { UnitContext, UnitOutcome } from "../modes/run-unit.js"
 import { chunkPartName } from "../naming.js"
 import type { SourceQuery } from "../plugin.js"
 
@@ -32,8 +33,8 @@ export const chunkKeyOf = (naming: ChunkNaming) => {
     chunkPartName(naming.exportName, startedAt, naming.chunk, naming.nonce, naming.extension, part, naming.sizeSplit)
 }
 
-/** Runs chunks in the calling thread. */
+/** Runs chunks in the calling thread; a failed attempt takes back what it counted (see runAttempt). */
 export const inProcessRunner =
   (ctx: UnitContext): ChunkRunner =>
   (work) =>
-    runUnit(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming) })
+    runAttempt(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming) })

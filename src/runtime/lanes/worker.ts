@@ -12,7 +12,8 @@ import { loadConfigFile } from "../../registry/load-config.js"
 import type { BatchSchema } from "../batch.js"
 import { ConfigError } from "../errors.js"
 import { exportLayer, sourceLayer } from "../layers.js"
-import { runUnit, type UnitContext } from "../modes/run-unit.js"
+import { runAttempt } from "../modes/attempt.js"
+import type { UnitContext } from "../modes/run-unit.js"
 import { FormatDriver, SinkDriver, SourceDriver } from "../plugin.js"
 import type { ExportProgress } from "../progress.js"
 import { decodeError, type EncodedError, encodeFailure } from "./errors.js"
@@ -126,9 +127,11 @@ const program = Effect.gen(function* () {
     checkSchema
   }
 
-  // An interrupted chunk (Abort) reports nothing here: the Abort handler answers once its scope has closed.
+  // An interrupted chunk (Abort) reports nothing here: the Abort handler answers once its scope has closed. A failed
+  // attempt takes back its rows, bytes and parts (runAttempt): the flush sends that as a negative delta, so the
+  // main thread, which may run the chunk again, does not count them twice.
   const runChunk = (work: ChunkWork) =>
-    Effect.flatMap(Effect.exit(runUnit(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming) })), (exit) =>
+    Effect.flatMap(Effect.exit(runAttempt(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming) })), (exit) =>
       Effect.sync(() => {
         flush()
         post(

@@ -3,11 +3,12 @@ import type { UnitRecord } from "../../state/store.js"
 import { formatLogicalType } from "../batch.js"
 import { ConfigError, SourceError } from "../errors.js"
 import type { PartRecord } from "../manifest.js"
-import { type ChunkRunner, inProcessRunner } from "../lanes/work.js"
+import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../lanes/work.js"
 import { chunkRunStem, makeNonce, partNamePattern } from "../naming.js"
 import type { ChunkSpec, ModePlan } from "../plan/model.js"
 import type { RowFilter, SourceDescription } from "../plugin.js"
 import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
+import { retryUnit } from "./attempt.js"
 import { planFingerprint } from "./fingerprint.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
 import { estimateOf, planHeader, statementOf } from "./planning.js"
@@ -131,7 +132,8 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
       const runChunk = (runner: ChunkRunner, unit: UnitRecord) =>
         Effect.gen(function* () {
           const spec = JSON.parse(unit.spec) as ChunkSpec
-          const outcome = yield* runner({
+          // One nonce for every attempt: a retried chunk overwrites the parts its failed attempt committed.
+          const work: ChunkWork = {
             query: queryOf(spec),
             naming: {
               exportName: ctx.spec.name,
@@ -141,7 +143,8 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
               extension: ctx.format.extension,
               sizeSplit: ctx.spec.maxFileSize !== undefined
             }
-          })
+          }
+          const outcome = yield* retryUnit(ctx, `chunk ${unit.index} (${describeChunk(column.name, unit)})`, runner(work))
           if (mode.checkpoint) {
             yield* state.commitUnit(journal.runId, { ...unit, status: "done", rows: outcome.rows }, outcome.parts)
           }

@@ -8,10 +8,10 @@ import type { ModePlan } from "../plan/model.js"
 import type { SourceQuery } from "../plugin.js"
 import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
 import { toPartRecord } from "./chunked.js"
+import { retryUnit, runAttempt } from "./attempt.js"
 import { planFingerprint } from "./fingerprint.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
 import { estimateOf, planHeader, statementOf } from "./planning.js"
-import { runUnit } from "./run-unit.js"
 
 /**
  * Pages of `page_size` rows in key order, each its own short statement
@@ -106,12 +106,16 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
         const current = page
         const query = pageQuery(after)
         statements.push(statementOf(ctx, query))
-        const outcome = yield* runUnit(ctx, {
-          query,
-          track: keys,
-          keyOf: (part) =>
-            pagePartName(spec.name, journal.startedAt, current, ctx.format.extension, part, spec.maxFileSize !== undefined)
-        })
+        const outcome = yield* retryUnit(
+          ctx,
+          `page ${current}`,
+          runAttempt(ctx, {
+            query,
+            track: keys,
+            keyOf: (part) =>
+              pagePartName(spec.name, journal.startedAt, current, ctx.format.extension, part, spec.maxFileSize !== undefined)
+          })
+        )
         sourceRows += outcome.sourceRows
         if (outcome.sourceRows === 0) break
         const lastKey = outcome.last

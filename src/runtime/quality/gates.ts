@@ -23,6 +23,25 @@ export class QualityGates {
     for (const column of config.unique_columns ?? []) this.unique.set(column, new UniqueCounter())
   }
 
+  /**
+   * An empty accumulator with the same gates for one attempt of a chunk or page: `adopt` it when the attempt
+   * succeeds, `close` it when it fails, so a retried unit is never counted twice (its values are not duplicates).
+   */
+  child(): QualityGates {
+    return new QualityGates(this.exportName, this.config)
+  }
+
+  /** Adds everything a child saw; the child is left empty. */
+  adopt(child: QualityGates): void {
+    this.rows += child.rows
+    for (const [column, count] of child.nulls) this.nulls.set(column, (this.nulls.get(column) ?? 0) + count)
+    for (const column of child.missing) this.missing.add(column)
+    for (const [column, counter] of child.unique) this.unique.get(column)?.adopt(counter)
+    child.rows = 0
+    for (const column of child.nulls.keys()) child.nulls.set(column, 0)
+    child.missing.clear()
+  }
+
   /** True when some gate needs to see the values (not just the row count). */
   get needsValues(): boolean {
     return this.nulls.size > 0 || this.unique.size > 0

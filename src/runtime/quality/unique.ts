@@ -5,6 +5,8 @@ import type { Value } from "../batch.js"
 
 /** Hashes held in memory before a sorted run is spilled to disk: 1 Mi × 8 bytes = 8 MiB per column. */
 const RUN_LENGTH = 1 << 20
+/** The buffer starts this small and doubles up to RUN_LENGTH: a counter per chunk attempt must stay cheap. */
+const INITIAL_LENGTH = 1 << 12
 /** Hashes read per run at a time while merging. */
 const READ_BLOCK = 1 << 13
 
@@ -36,20 +38,52 @@ const textOf = (value: Value): string => {
  * 10 million rows), which could only report a duplicate that is not there — never miss one.
  */
 export class UniqueCounter {
-  private buffer = new BigUint64Array(RUN_LENGTH)
+  private buffer: BigUint64Array
   private length = 0
   private runs: Array<{ readonly path: string; readonly count: number }> = []
+  /** Where this counter spills; `dirs` also holds the directories of counters it adopted. */
   private dir: string | undefined
+  private dirs: Array<string> = []
+
+  constructor(private readonly runLength: number = RUN_LENGTH) {
+    this.buffer = new BigUint64Array(Math.min(INITIAL_LENGTH, runLength))
+  }
 
   add(value: Value): void {
     if (value === null) return
-    this.buffer[this.length++] = hash64(textOf(value))
-    if (this.length === RUN_LENGTH) this.spill()
+    this.addHash(hash64(textOf(value)))
+  }
+
+  /**
+   * Takes over every value another counter has seen (its spilled runs and their files included), leaving it empty:
+   * a chunk or page counts into a counter of its own, adopted only when the unit succeeds.
+   */
+  adopt(other: UniqueCounter): void {
+    for (let i = 0; i < other.length; i++) this.addHash(other.buffer[i]!)
+    this.runs.push(...other.runs)
+    this.dirs.push(...other.dirs)
+    other.length = 0
+    other.runs = []
+    other.dirs = []
+    other.dir = undefined
+  }
+
+  private addHash(hash: bigint): void {
+    if (this.length === this.buffer.length) {
+      const grown = new BigUint64Array(Math.min(this.buffer.length * 2, this.runLength))
+      grown.set(this.buffer)
+      this.buffer = grown
+    }
+    this.buffer[this.length++] = hash
+    if (this.length === this.runLength) this.spill()
   }
 
   private spill(): void {
     const run = this.buffer.subarray(0, this.length).sort()
-    this.dir ??= mkdtempSync(join(tmpdir(), "rivet-unique-"))
+    if (this.dir === undefined) {
+      this.dir = mkdtempSync(join(tmpdir(), "rivet-unique-"))
+      this.dirs.push(this.dir)
+    }
     const path = join(this.dir, `run${this.runs.length}`)
     const fd = openSync(path, "w")
     try {
@@ -72,10 +106,11 @@ export class UniqueCounter {
     }
   }
 
-  /** Removes the spill files (also after a failed run). */
+  /** Removes the spill files (also after a failed run or attempt). */
   close(): void {
-    if (this.dir !== undefined) rmSync(this.dir, { recursive: true, force: true })
+    for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true })
     this.dir = undefined
+    this.dirs = []
     this.runs = []
   }
 

@@ -30,7 +30,11 @@ const RAW_TEXT = {
 /** Connections per source at least: one per export read at a time, plus `check` and planning queries. */
 const MAX_CONNECTIONS = 4
 
-/** Seconds `sql.end` waits for running queries when the source closes, before it terminates connections. */
+/**
+ * Seconds `sql.end` waits for running queries when the source closes, before it terminates connections. Not when a
+ * connection was closed under the source (pg_terminate_backend, a restart): postgres.js still counts the statement
+ * that was running on it as running, so the wait would always last the full timeout.
+ */
 const END_TIMEOUT_S = 5
 
 const resolveUrl = (
@@ -72,6 +76,7 @@ export const makePostgresDriver = (
     }
     const displayUrl = maskUrl(url)
     const errors: ErrorContext = { exportName: context.exportName, displayUrl, scrub: makeScrubber(url) }
+    let closedEarly = false
     const pool = yield* Effect.acquireRelease(
       Effect.try({
         try: () =>
@@ -80,6 +85,9 @@ export const makePostgresDriver = (
             prepare: false,
             fetch_types: false,
             onnotice: () => {},
+            onclose: () => {
+              closedEarly = true
+            },
             types: { rivetText: RAW_TEXT },
             connection: {
               application_name: config.application_name,
@@ -92,7 +100,7 @@ export const makePostgresDriver = (
           }),
         catch: (cause) => fromPostgres(cause, errors, "reading the connection URL")
       }),
-      (sql) => Effect.promise(() => sql.end({ timeout: END_TIMEOUT_S }).catch(() => undefined))
+      (sql) => Effect.promise(() => sql.end({ timeout: closedEarly ? 0 : END_TIMEOUT_S }).catch(() => undefined))
     )
     const settings: SessionSettings = {
       statementTimeoutMs: config.statement_timeout_s * 1000,

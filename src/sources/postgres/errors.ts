@@ -61,19 +61,21 @@ const SQLSTATE: Record<string, Rule> = {
   "57P03": { retryable: true, hint: () => RETRY }
 }
 
-const NETWORK_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EPIPE",
-  "EAI_AGAIN",
-  "ECONNABORTED",
-  "CONNECTION_CLOSED",
-  "CONNECTION_DESTROYED",
-  "CONNECT_TIMEOUT"
-])
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "CONNECT_TIMEOUT"])
+
+/** An open connection that went away: the server ended the session, or the network dropped it. */
+const CLOSED_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_DESTROYED", "ECONNRESET", "EPIPE", "ECONNABORTED"])
+
+/** The connection of a running statement closed; `doing` completes "… while …". Retryable. */
+export const connectionClosed = (context: ErrorContext, doing: string, detail?: string): SourceError =>
+  sourceError(
+    context,
+    `the connection to PostgreSQL at ${context.displayUrl} was closed while ${doing}${detail === undefined ? "" : `: ${detail}`}`,
+    {
+      retryable: true,
+      hint: "the server ended the session (a restart, a failover, pg_terminate_backend) or the network dropped it (exit code 2: safe to run again)"
+    }
+  )
 
 const codeOf = (cause: unknown): string | undefined =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
@@ -100,6 +102,7 @@ export const fromPostgres = (cause: unknown, context: ErrorContext, doing: strin
       hint: "check the host name in the connection URL"
     })
   }
+  if (code !== undefined && CLOSED_CODES.has(code)) return connectionClosed(context, doing, text)
   if (code !== undefined && NETWORK_CODES.has(code)) {
     return sourceError(context, `cannot reach PostgreSQL at ${context.displayUrl} while ${doing}: ${text}`, {
       retryable: true,

@@ -8,9 +8,9 @@ import { describeCause, type SourceError } from "../../runtime/errors.js"
 import type { SourceQuery, SourceResult } from "../../runtime/plugin.js"
 import { attributeKey, type CatalogInfo, type DescribedColumn, loadCatalog } from "./catalog.js"
 import { DecodeFailure } from "./decode.js"
-import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
+import { connectionClosed, type ErrorContext, fromPostgres, sourceError } from "./errors.js"
 import { decodeColumns, type TextRows } from "./rows.js"
-import { attempt, openSession, type SessionSettings } from "./session.js"
+import { attempt, connectionLost, openSession, type SessionSettings } from "./session.js"
 import { renderStatement, type Statement } from "./statement.js"
 import { type ColumnPlan, planColumn, type Problem, resolveShape } from "./types.js"
 
@@ -112,6 +112,8 @@ const decodeBatch = (
         : sourceError(context, `decoding rows failed: ${describeCause(cause)}`)
   })
 
+const CUT_SHORT = Symbol("CutShort")
+
 const openCursor = (
   connection: postgres.TransactionSql,
   statement: Statement,
@@ -119,10 +121,13 @@ const openCursor = (
   plans: ReadonlyArray<ColumnPlan>,
   schema: BatchSchema,
   context: ErrorContext
-): Effect.Effect<Stream.Stream<Batch, SourceError>, never, Scope.Scope> =>
+): Effect.Effect<Stream.Stream<Batch, SourceError>, SourceError, Scope.Scope> =>
   Effect.gen(function* () {
     // `.values()`: rows as arrays, so duplicate column names survive. `.cursor(n)`: n rows per Execute.
-    const pending = connection.unsafe(statement.text, [...statement.params]).values()
+    const pending = yield* Effect.try({
+      try: () => connection.unsafe(statement.text, [...statement.params]).values(),
+      catch: (cause) => fromPostgres(cause, context, "reading rows")
+    })
     const iterator = pending.cursor(Math.max(1, batchSize))[Symbol.asyncIterator]()
     let inFlight: Promise<unknown> | undefined
     let finished = false
@@ -131,6 +136,8 @@ const openCursor = (
     yield* Effect.addFinalizer(() =>
       Effect.promise(async () => {
         closed = true
+        // Closing the cursor of a lost connection would write to a socket postgres.js already dropped (session.ts).
+        if (await connectionLost(connection)) return
         if (inFlight !== undefined) {
           // The consumer was interrupted mid-fetch: cancel the running statement and wait for it to settle.
           pending.cancel()
@@ -140,10 +147,14 @@ const openCursor = (
       })
     )
 
-    const fetch = (): Promise<IteratorResult<ReadonlyArray<unknown>>> => {
-      const next = iterator.next()
+    // postgres.js answers a plain `{ done: true }`, not a promise, when the query ended while no fetch was waiting
+    // for it: its connection closed (or failed) between two fetches, and rows may be missing. A complete result
+    // always ends through a waiting fetch (the end is only known after the Sync that follows the last rows).
+    const fetch = (): Promise<IteratorResult<ReadonlyArray<unknown>> | typeof CUT_SHORT> => {
+      const next: unknown = iterator.next()
+      if (!(next instanceof Promise)) return Promise.resolve(CUT_SHORT)
       inFlight = next
-      return next.finally(() => {
+      return (next as Promise<IteratorResult<ReadonlyArray<unknown>>>).finally(() => {
         inFlight = undefined
       })
     }
@@ -154,6 +165,17 @@ const openCursor = (
       return Effect.tryPromise({ try: fetch, catch: (cause) => fromPostgres(cause, context, "reading rows") }).pipe(
         Effect.mapError(Option.some),
         Effect.flatMap((step) => {
+          if (step === CUT_SHORT) {
+            return Effect.flatMap(Effect.promise(() => connectionLost(connection)), (lost) =>
+              Effect.fail(
+                Option.some(
+                  lost
+                    ? connectionClosed(context, "reading rows")
+                    : sourceError(context, "the result ended before its last row was read (the connection failed)")
+                )
+              )
+            )
+          }
           if (step.done === true) {
             finished = true
             return Effect.fail(Option.none())

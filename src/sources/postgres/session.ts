@@ -33,30 +33,79 @@ interface Transaction {
   readonly end: () => Promise<void>
 }
 
+/** Whether a transaction's connection has closed (see `connectionLost`). */
+const closedChecks = new WeakMap<postgres.TransactionSql, () => boolean>()
+
+/** What postgres.js itself reports for a query on a closed connection (errors.ts maps it). */
+const closedConnection = () =>
+  Object.assign(new Error("the transaction's connection closed (CONNECTION_CLOSED)"), { code: "CONNECTION_CLOSED" })
+
+/**
+ * A socket that fails (ECONNRESET) reports its error first and closes later in the same turn of the event loop, in
+ * its close callback: a timer fires only after that.
+ */
+const afterCloseCallbacks = () => new Promise<void>((resolve) => setTimeout(resolve, 0))
+
+/**
+ * Whether the connection of a transaction from `openSession` has closed under it: the server ended the session
+ * (a restart, `pg_terminate_backend`) or the network dropped it. Asked after an error, or when a cursor ended early:
+ * postgres.js ends the iteration of a query whose connection closed between two fetches as if every row had been
+ * read. Nothing may be sent on such a transaction any more (see `beginTransaction`).
+ */
+export const connectionLost = async (sql: postgres.TransactionSql): Promise<boolean> => {
+  const closed = closedChecks.get(sql)
+  if (closed === undefined || closed()) return closed !== undefined
+  await afterCloseCallbacks()
+  return closed()
+}
+
 // `sql.begin` rather than `sql.reserve()`: postgres.js 3.4.9 never resolves `reserve()` on a cold pool when
 // `fetch_types` is false (porsager/postgres#751, #1219). The callback's promise keeps the transaction open until
 // `end` is called, which lets the transaction live as long as the caller's scope. postgres.js cannot withdraw a
 // queued `begin`, so an abort (the caller interrupted while every connection is busy) ends the transaction as soon
 // as it starts, or at once if it already started but its caller is gone.
+// postgres.js settles `begin` early, with a rejection, only when the transaction's connection closes. Such a
+// transaction must not be ended: postgres.js would write COMMIT or ROLLBACK to the socket it already dropped — from
+// a timer, which crashes the process (porsager/postgres#1208) — or, between the socket's error and its close, queue
+// it on the connection object, which the pool reconnects and lends to another transaction that then hangs. Nor may
+// any other query: postgres.js writes it into the void (no error, no answer — or the same crash), so the transaction
+// handed out refuses new queries once its connection is gone.
 const beginTransaction = (pool: postgres.Sql, signal: AbortSignal): Promise<Transaction> =>
   new Promise((resolve, reject) => {
     let finish: () => void = () => {}
+    let settled = false
     const finished = new Promise<void>((done) => {
       finish = done
     })
     const outcome = pool.begin("isolation level repeatable read read only", (sql) => {
       const end = async () => {
-        finish()
+        if (!(await connectionLost(guarded))) finish()
         await outcome.then(
           () => undefined,
           () => undefined
         )
       }
+      const unsafe = (...args: Parameters<postgres.TransactionSql["unsafe"]>) => {
+        if (settled) throw closedConnection()
+        return sql.unsafe(...args)
+      }
+      const guarded = new Proxy(sql, {
+        get: (target, key, receiver) => (key === "unsafe" ? unsafe : Reflect.get(target, key, receiver))
+      })
+      closedChecks.set(guarded, () => settled)
       if (signal.aborted) void end()
       else signal.addEventListener("abort", () => void end(), { once: true })
-      resolve({ sql, end })
+      resolve({ sql: guarded, end })
       return finished
     })
+    outcome.then(
+      () => {
+        settled = true
+      },
+      () => {
+        settled = true
+      }
+    )
     outcome.then(() => reject(new Error("the transaction ended before it was used")), reject)
   })
 

@@ -1,0 +1,105 @@
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type { RivetError } from "../errors.js"
+import type { ExportProgress } from "../progress.js"
+import { withRetry } from "../retry.js"
+import { runUnit, type UnitContext, type UnitOutcome, type UnitWork } from "./run-unit.js"
+
+/**
+ * The export's progress as seen by one attempt of a unit: every change goes straight through (the progress line
+ * stays live), and what the attempt added is noted so that a failed attempt can take it back.
+ */
+const attemptProgress = (parent: ExportProgress) => {
+  const added = { rows: 0, bytes: 0, parts: 0 }
+  const view: ExportProgress = {
+    exportName: parent.exportName,
+    startedAt: parent.startedAt,
+    get rows() {
+      return parent.rows
+    },
+    set rows(value) {
+      added.rows += value - parent.rows
+      parent.rows = value
+    },
+    get bytes() {
+      return parent.bytes
+    },
+    set bytes(value) {
+      added.bytes += value - parent.bytes
+      parent.bytes = value
+    },
+    get parts() {
+      return parent.parts
+    },
+    set parts(value) {
+      added.parts += value - parent.parts
+      parent.parts = value
+    },
+    // Retries of the sink calls inside a failed attempt did happen: they stay counted.
+    get retries() {
+      return parent.retries
+    },
+    set retries(value) {
+      parent.retries = value
+    }
+  }
+  const withdraw = () => {
+    parent.rows -= added.rows
+    parent.bytes -= added.bytes
+    parent.parts -= added.parts
+  }
+  return { view, withdraw }
+}
+
+/**
+ * Runs one attempt of a chunk or page. It counts into the export's progress as it goes and into quality gates of
+ * its own; only a successful attempt keeps its counts and hands its gates to the export's. So a unit that is
+ * retried (or that fails the run) adds its rows, bytes, parts and gate values once at most.
+ */
+export const runAttempt = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOutcome, RivetError> =>
+  Effect.suspend(() => {
+    const { view, withdraw } = attemptProgress(ctx.progress)
+    const gates = ctx.gates?.child()
+    return runUnit({ ...ctx, progress: view, gates }, work).pipe(
+      Effect.onExit((exit) =>
+        Effect.sync(() => {
+          if (Exit.isSuccess(exit)) {
+            if (gates) ctx.gates?.adopt(gates)
+          } else {
+            withdraw()
+          }
+          gates?.close()
+        })
+      )
+    )
+  })
+
+/**
+ * Failures worth running a whole unit again: the source lost its connection or is restarting. A sink failure is
+ * not: every sink call inside the unit was already retried with the same policy.
+ */
+export const isRetryableSourceError = (error: RivetError): boolean => error._tag === "SourceError" && error.retryable
+
+/**
+ * Runs a chunk or page again (the same range or start key, the same part names) when it fails with a retryable
+ * source error, with the export's retry policy. Each retry is counted in `progress.retries` and announced with a
+ * notice; permanent errors, and the failure of the last attempt, fail at once.
+ */
+export const retryUnit = <A>(
+  ctx: Pick<UnitContext, "spec" | "progress" | "retry" | "reporter">,
+  unit: string,
+  attempt: Effect.Effect<A, RivetError>
+): Effect.Effect<A, RivetError> =>
+  Effect.suspend(() => {
+    const attempts = ctx.retry.maxRetries + 1
+    let failed = 0
+    const counted = Effect.tapError(attempt, (error) => {
+      if (!isRetryableSourceError(error) || ++failed >= attempts) return Effect.void
+      ctx.progress.retries++
+      return ctx.reporter.notice(
+        ctx.spec.name,
+        `${unit}: attempt ${failed} of ${attempts} failed, retrying: ${error.message}`
+      )
+    })
+    return withRetry(counted, ctx.retry, () => {}, isRetryableSourceError)
+  })
