@@ -13,7 +13,7 @@ import type {
 } from "../../runtime/init/model.js"
 import { type DescribedColumn, loadCatalog } from "./catalog.js"
 import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
-import { attempt, openSession } from "./session.js"
+import { attemptOn, openSession } from "./session.js"
 import { quoteIdent } from "./statement.js"
 import { planColumn, resolveShape, type Shape } from "./types.js"
 import { hasPostgresScheme, makeScrubber, maskUrl } from "./url.js"
@@ -153,13 +153,13 @@ export const discoverPostgres = Effect.fn("PostgresSource.discover")(
     )
     const wanted = request.tables.map((text) => refOf(text, request.schema))
     const schemas = [...new Set([request.schema, ...wanted.map((ref) => ref.schema)])]
-    const listed = yield* attempt(context, "listing tables", () =>
+    const listed = yield* attemptOn(sql, context, "listing tables", () =>
       sql.unsafe(TABLES_SQL, [`{${schemas.map((s) => JSON.stringify(s)).join(",")}}`]).values()
     )
     const blockSize = Number(listed[0]?.[1] ?? 8192)
     const all = JSON.parse(firstText(listed)) as Array<TableRow>
     const allSchemas = (): Effect.Effect<ReadonlyArray<string>, SourceError> =>
-      attempt(context, "listing schemas", () => sql.unsafe(SCHEMAS_SQL).values()).pipe(
+      attemptOn(sql, context, "listing schemas", () => sql.unsafe(SCHEMAS_SQL).values()).pipe(
         Effect.map((rows) => (JSON.parse(firstText(rows)) as Array<string>).sort())
       )
 
@@ -199,13 +199,13 @@ export const discoverPostgres = Effect.fn("PostgresSource.discover")(
       .map((row) => ({ schema: row[1], name: row[2], reason: "the connecting user has no SELECT privilege" }))
     const readable = chosen.filter((row) => row[7])
 
-    const shapes = yield* attempt(context, "reading columns and primary keys", () =>
+    const shapes = yield* attemptOn(sql, context, "reading columns and primary keys", () =>
       sql.unsafe(COLUMNS_SQL, [`{${readable.map((row) => row[0]).join(",")}}`]).values()
     )
     const attributes = JSON.parse(firstText(shapes, 0)) as Array<[number, number, string, number]>
     const keys = JSON.parse(firstText(shapes, 1)) as Array<[number, string]>
     const described: Array<DescribedColumn> = attributes.map(([table, number, name, type]) => ({ name, type, table, number }))
-    const catalog = yield* attempt(context, "reading column types from the catalog", () => loadCatalog(sql, described))
+    const catalog = yield* attemptOn(sql, context, "reading column types from the catalog", () => loadCatalog(sql, described))
 
     const tables: Array<DiscoveredTable> = []
     for (const [oid, schema, name, kind, reltuples, relpages, bytes] of readable) {
@@ -270,11 +270,11 @@ const estimateRows = (
     return Effect.succeed({ estimatedRows: Math.round(rows), estimateSource: "statistics" })
   }
   if (stats.kind === "r" && stats.bytes <= COUNT_MAX_BYTES) {
-    return attempt(context, `counting the rows of ${ref.schema}.${ref.name}`, () =>
+    return attemptOn(sql, context, `counting the rows of ${ref.schema}.${ref.name}`, () =>
       sql.unsafe(`select count(*)::text from ${table}`).values()
     ).pipe(Effect.map((rows) => ({ estimatedRows: Number(rows[0]?.[0] ?? 0), estimateSource: "count" as const })))
   }
-  return attempt(context, `estimating the rows of ${ref.schema}.${ref.name}`, () =>
+  return attemptOn(sql, context, `estimating the rows of ${ref.schema}.${ref.name}`, () =>
     sql.unsafe(`explain (format json) select * from ${table}`).values()
   ).pipe(
     Effect.map((rows) => {

@@ -3,7 +3,7 @@ import type postgres from "postgres"
 import type { SourceError } from "../../runtime/errors.js"
 import type { SourceQuery } from "../../runtime/plugin.js"
 import type { ErrorContext } from "./errors.js"
-import { attempt, openSession, type SessionSettings } from "./session.js"
+import { attemptOn, openSession, type SessionSettings } from "./session.js"
 import { quoteIdent, renderStatement } from "./statement.js"
 
 // Resolved with the session's search_path, exactly as the export's `SELECT * FROM …` resolves the table.
@@ -40,7 +40,7 @@ export const estimateQueryRows = (
       if (isWholeTable(query)) {
         const table = query.table!
         const name = [...(table.schema === undefined ? [] : [table.schema]), table.name].map(quoteIdent).join(".")
-        const rows = yield* attempt(context, "reading the table's row estimate", () =>
+        const rows = yield* attemptOn(connection, context, "reading the table's row estimate", () =>
           connection.unsafe(RELTUPLES_SQL, [name]).values()
         )
         const value = rows[0]?.[0]
@@ -48,7 +48,7 @@ export const estimateQueryRows = (
         return Number.isFinite(estimate) && estimate >= 0 ? Math.round(estimate) : undefined
       }
       const statement = renderStatement(query)
-      const rows = yield* attempt(context, "estimating the query's rows (EXPLAIN)", () =>
+      const rows = yield* attemptOn(connection, context, "estimating the query's rows (EXPLAIN)", () =>
         connection.unsafe(`EXPLAIN (FORMAT JSON) ${statement.text}`, [...statement.params]).values()
       )
       return planRows(rows[0]?.[0])

@@ -4,7 +4,7 @@ import type { SourceError } from "../../runtime/errors.js"
 import type { ColumnBounds, SourceDescription, SourceQuery } from "../../runtime/plugin.js"
 import { type ErrorContext, sourceError } from "./errors.js"
 import { planStatement } from "./result.js"
-import { attempt, openSession, type SessionSettings } from "./session.js"
+import { attemptOn, openSession, type SessionSettings } from "./session.js"
 import { boundsStatement, quoteIdent, renderStatement } from "./statement.js"
 
 // The table is resolved with the session's search_path, exactly as the export's `SELECT * FROM …` resolves it.
@@ -23,7 +23,7 @@ const primaryKey = (
 ): Effect.Effect<ReadonlyArray<string>, SourceError> => {
   if (table === undefined) return Effect.succeed([])
   const name = [...(table.schema === undefined ? [] : [table.schema]), table.name].map(quoteIdent).join(".")
-  return attempt(context, "reading the table's primary key", () =>
+  return attemptOn(connection, context, "reading the table's primary key", () =>
     connection.unsafe(PRIMARY_KEY_SQL, [name]).values()
   ).pipe(Effect.map((rows) => rows.map((row) => String(row[0]))))
 }
@@ -58,7 +58,7 @@ export const queryBounds = (
     Effect.gen(function* () {
       const connection = yield* openSession(pool, settings, context)
       const inner = renderStatement(query)
-      const described = yield* attempt(context, "preparing the query", () =>
+      const described = yield* attemptOn(connection, context, "preparing the query", () =>
         connection.unsafe(inner.text, [...inner.params]).describe()
       )
       const names = described.columns.map((c) => c.name)
@@ -70,7 +70,7 @@ export const queryBounds = (
         )
       }
       const statement = boundsStatement(inner, column)
-      const rows = yield* attempt(context, `reading the range of column "${column}"`, () =>
+      const rows = yield* attemptOn(connection, context, `reading the range of column "${column}"`, () =>
         connection.unsafe(statement.text, [...statement.params]).values()
       )
       const [min, max, hasNulls] = (rows[0] ?? []) as ReadonlyArray<string | null>

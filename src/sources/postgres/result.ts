@@ -10,7 +10,7 @@ import { attributeKey, type CatalogInfo, type DescribedColumn, loadCatalog } fro
 import { DecodeFailure } from "./decode.js"
 import { connectionClosed, type ErrorContext, fromPostgres, sourceError } from "./errors.js"
 import { decodeColumns, type TextRows } from "./rows.js"
-import { attempt, connectionLost, openSession, type SessionSettings } from "./session.js"
+import { attemptOn, connectionLost, openSession, type SessionSettings } from "./session.js"
 import { renderStatement, type Statement } from "./statement.js"
 import { type ColumnPlan, planColumn, type Problem, resolveShape } from "./types.js"
 
@@ -66,10 +66,10 @@ export const planStatement = (
   context: ErrorContext
 ): Effect.Effect<PlannedColumns, SourceError> =>
   Effect.gen(function* () {
-    const described: ReadonlyArray<DescribedColumn> = (yield* attempt(context, "preparing the query", () =>
+    const described: ReadonlyArray<DescribedColumn> = (yield* attemptOn(connection, context, "preparing the query", () =>
       connection.unsafe(statement.text, [...statement.params]).describe()
     )).columns
-    const catalog = yield* attempt(context, "reading column types from the catalog", () =>
+    const catalog = yield* attemptOn(connection, context, "reading column types from the catalog", () =>
       loadCatalog(connection, described)
     )
     const plans = yield* planColumns(context, query, described, catalog)

@@ -117,6 +117,43 @@ export const attempt = <A>(
 ): Effect.Effect<A, SourceError> =>
   Effect.tryPromise({ try: run, catch: (cause) => fromPostgres(cause, context, doing) })
 
+/** How often a query on a transaction checks whether its connection is still there. */
+const LOST_POLL_MS = 250
+
+/**
+ * `attempt` for a query on a transaction from `openSession`, which also fails (CONNECTION_CLOSED, retryable) once
+ * the transaction's connection is gone: postgres.js 3.4.9 may never settle a query whose connection was closed
+ * while the statement was being described, and an unattended export must not wait for it forever.
+ */
+export const attemptOn = <A>(
+  sql: postgres.TransactionSql,
+  context: ErrorContext,
+  doing: string,
+  run: () => Promise<A>
+): Effect.Effect<A, SourceError> => {
+  const closed = closedChecks.get(sql)
+  if (closed === undefined) return attempt(context, doing, run)
+  return attempt(context, doing, () =>
+    new Promise<A>((resolve, reject) => {
+      const watch = setInterval(() => {
+        if (!closed()) return
+        clearInterval(watch)
+        reject(closedConnection())
+      }, LOST_POLL_MS)
+      run().then(
+        (value) => {
+          clearInterval(watch)
+          resolve(value)
+        },
+        (error: unknown) => {
+          clearInterval(watch)
+          reject(error)
+        }
+      )
+    })
+  )
+}
+
 /**
  * A read-only repeatable-read transaction on its own connection, configured with the export's settings, held until
  * the caller's scope closes.
@@ -137,6 +174,6 @@ export const openSession = (
       ),
       (started) => Effect.promise(started.end)
     )
-    yield* attempt(context, "configuring the session", () => transaction.sql.unsafe(settingsSql(settings)).simple())
+    yield* attemptOn(transaction.sql, context, "configuring the session", () => transaction.sql.unsafe(settingsSql(settings)).simple())
     return transaction.sql
   })
