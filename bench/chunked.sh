@@ -15,7 +15,7 @@ TABLE=$([ "$ROWS" = 2000000 ] && echo bench_2m || echo "bench_r$ROWS")
 STATEMENT_TARGET_MS=200
 SPEEDUP_TARGET=1.5
 PREFIX='%m [%p] app=%a %q%u@%d '
-[ -f dist/cli/main.js ] || npm run build >/dev/null
+[ -f dist/bundle/main.js ] || npm run build >/dev/null
 
 # shellcheck source=bench/lib.sh
 source bench/lib.sh

@@ -9,7 +9,7 @@ PG_URL=${RIVET_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
 WORK=bench/.work
 BUCKET=rivet-bench
 mkdir -p "$WORK"
-[ -f dist/cli/main.js ] || npm run build >/dev/null
+[ -f dist/bundle/main.js ] || npm run build >/dev/null
 
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
