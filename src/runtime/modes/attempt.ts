@@ -7,42 +7,17 @@ import { runUnit, type UnitContext, type UnitOutcome, type UnitWork } from "./ru
 
 /**
  * The export's progress as seen by one attempt of a unit: every change goes straight through (the progress line
- * stays live), and what the attempt added is noted so that a failed attempt can take it back.
+ * stays live), and the rows, bytes and parts the attempt added are noted so that a failed attempt can take them back.
+ * Retries of sink calls inside a failed attempt did happen: they stay counted.
  */
 const attemptProgress = (parent: ExportProgress) => {
   const added = { rows: 0, bytes: 0, parts: 0 }
-  const view: ExportProgress = {
-    exportName: parent.exportName,
-    startedAt: parent.startedAt,
-    get rows() {
-      return parent.rows
-    },
-    set rows(value) {
-      added.rows += value - parent.rows
-      parent.rows = value
-    },
-    get bytes() {
-      return parent.bytes
-    },
-    set bytes(value) {
-      added.bytes += value - parent.bytes
-      parent.bytes = value
-    },
-    get parts() {
-      return parent.parts
-    },
-    set parts(value) {
-      added.parts += value - parent.parts
-      parent.parts = value
-    },
-    // Retries of the sink calls inside a failed attempt did happen: they stay counted.
-    get retries() {
-      return parent.retries
-    },
-    set retries(value) {
-      parent.retries = value
+  const view = new Proxy(parent, {
+    set: (target, key, value: number) => {
+      if (key === "rows" || key === "bytes" || key === "parts") added[key] += value - target[key]
+      return Reflect.set(target, key, value)
     }
-  }
+  })
   const withdraw = () => {
     parent.rows -= added.rows
     parent.bytes -= added.bytes
