@@ -1,12 +1,12 @@
-import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { validateConfig } from "../runtime/config/decode.js"
 import { pathSegments } from "../runtime/config/issues.js"
 import type { RivetConfig } from "../runtime/config/model.js"
+import { readConfigBytes } from "../runtime/config/read-file.js"
 import { interpolate, parseYaml } from "../runtime/config/yaml.js"
-import { ConfigError, describeCause } from "../runtime/errors.js"
+import { ConfigError } from "../runtime/errors.js"
 import type { AnyPlugin } from "../runtime/plugin.js"
 import { makeResolver } from "./resolver.js"
 
@@ -39,15 +39,7 @@ export const validateConfigValue = (
   }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
 
 const readConfigText = (file: string) =>
-  Effect.tryPromise({
-    try: () => fs.readFile(file),
-    catch: (cause) =>
-      new ConfigError({
-        path: file,
-        message: `cannot read the config file: ${describeCause(cause)}`,
-        hint: "check the --config path"
-      })
-  }).pipe(
+  readConfigBytes(file).pipe(
     // Decoding leniently would turn stray bytes into U+FFFD inside names and paths, far from their cause.
     Effect.flatMap((bytes) =>
       Effect.try({

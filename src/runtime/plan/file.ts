@@ -6,21 +6,14 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { RivetConfig } from "../config/model.js"
+import { readConfigBytes } from "../config/read-file.js"
 import { ConfigError, describeCause } from "../errors.js"
 import { PLAN_VERSION, PlanFile, type PlannedExport } from "./model.js"
 import { type ConfigIdentity, plannedExports } from "./verify.js"
 
 /** The config file's absolute path and the sha256 of its bytes, as a plan records them. */
 export const configIdentity = (file: string): Effect.Effect<ConfigIdentity, ConfigError> =>
-  Effect.tryPromise({
-    try: () => fs.readFile(file),
-    catch: (cause) =>
-      new ConfigError({
-        path: file,
-        message: `cannot read the config file: ${describeCause(cause)}`,
-        hint: "check the --config path"
-      })
-  }).pipe(
+  readConfigBytes(file).pipe(
     Effect.map((bytes) => ({ path: path.resolve(file), sha256: createHash("sha256").update(bytes).digest("hex") }))
   )
 
