@@ -1,31 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import type postgres from "postgres"
 import { SourceError } from "../../../src/runtime/errors.js"
-import { type RowFilter, SourceDriver, type SourceQuery } from "../../../src/runtime/plugin.js"
+import { SourceDriver, type SourceQuery } from "../../../src/runtime/plugin.js"
 import { boundsStatement, renderStatement } from "../../../src/sources/postgres/statement.js"
 import { testPgUrl } from "../../support/pg.js"
-import { base, createFixture, dropFixture, filtered, fixtureNames } from "./query-fixture.js"
-import { adminSql, query, readAll, rowsOf, sourceLayer, testSource } from "./support.js"
+import { base, useQueryFixture } from "./query-fixture.js"
+import { query, sourceLayer, testSource } from "./support.js"
 
-const names = fixtureNames("rivet_pgi")
+const { names, admin, ids, where } = useQueryFixture("rivet_pgi")
 const { T, CK, NOPK, EMPTY, BIG, SCHEMA } = names
-let sql: postgres.Sql
-
-beforeAll(async () => {
-  sql = adminSql()
-  await createFixture(sql, names)
-})
-
-afterAll(async () => {
-  await dropFixture(sql, names)
-  await sql.end()
-})
-
-const ids = (q: SourceQuery) =>
-  Effect.map(readAll(q), ({ batches }) => rowsOf(batches).map((row) => String(row["id"])))
-
-const where = (...filters: ReadonlyArray<RowFilter>) => filtered(T, ...filters)
 
 describe("postgres source: bounds", () => {
   it.effect("reads min, max and NULLs as PostgreSQL text that binds back as a parameter", () =>
@@ -82,7 +65,7 @@ describe("postgres source: bounds", () => {
   it.effect("lets PostgreSQL answer min and max of a plain table from its index", () =>
     Effect.gen(function* () {
       const statement = boundsStatement(renderStatement(base(BIG)), "id")
-      const plan = (yield* Effect.promise(() => sql.unsafe(`explain ${statement.text}`).values()))
+      const plan = (yield* Effect.promise(() => admin().unsafe(`explain ${statement.text}`).values()))
         .map((row) => String(row[0]))
         .join("\n")
       expect(plan).toContain(`Index Only Scan using ${BIG}_pkey`)

@@ -1,6 +1,8 @@
+import { afterAll, beforeAll } from "@effect/vitest"
+import * as Effect from "effect/Effect"
 import type postgres from "postgres"
 import type { RowFilter, SourceQuery } from "../../../src/runtime/plugin.js"
-import { query } from "./support.js"
+import { adminSql, query, readAll, rowsOf } from "./support.js"
 
 /** Table names of the filter/bounds/describe fixture; `prefix` keeps parallel test files apart. */
 export const fixtureNames = (prefix: string) => ({
@@ -69,3 +71,27 @@ export const base = (table: string, extra: Partial<SourceQuery> = {}): SourceQue
 /** The fixture table filtered and ordered by id. */
 export const filtered = (table: string, ...filters: ReadonlyArray<RowFilter>): SourceQuery =>
   base(table, { where: filters, orderBy: ["id"] })
+
+/**
+ * The fixture under `prefix` for one test file: created before its tests, dropped after them. `admin()` is the
+ * connection that made it; `ids` reads a query's `id` column as text; `where` filters the T table.
+ */
+export const useQueryFixture = (prefix: string) => {
+  const names = fixtureNames(prefix)
+  let sql: postgres.Sql | undefined
+  beforeAll(async () => {
+    sql = adminSql()
+    await createFixture(sql, names)
+  })
+  afterAll(async () => {
+    if (sql === undefined) return
+    await dropFixture(sql, names)
+    await sql.end()
+  })
+  return {
+    names,
+    admin: (): postgres.Sql => sql!,
+    ids: (q: SourceQuery) => Effect.map(readAll(q), ({ batches }) => rowsOf(batches).map((row) => String(row["id"]))),
+    where: (...filters: ReadonlyArray<RowFilter>) => filtered(names.T, ...filters)
+  }
+}

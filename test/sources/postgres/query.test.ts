@@ -1,33 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type postgres from "postgres"
 import { type RowFilter, SourceDriver, type SourceQuery } from "../../../src/runtime/plugin.js"
 import postgresSource from "../../../src/sources/postgres/index.js"
 import { testPgUrl } from "../../support/pg.js"
-import { base, createFixture, dropFixture, filtered, fixtureNames } from "./query-fixture.js"
-import { adminSql, query, readAll, rowsOf, testSource } from "./support.js"
+import { base, useQueryFixture } from "./query-fixture.js"
+import { query, readAll, rowsOf, testSource } from "./support.js"
 
-const names = fixtureNames("rivet_pgq")
+const { names, admin, ids, where } = useQueryFixture("rivet_pgq")
 const { T, CK } = names
-let sql: postgres.Sql
-
-beforeAll(async () => {
-  sql = adminSql()
-  await createFixture(sql, names)
-})
-
-afterAll(async () => {
-  await dropFixture(sql, names)
-  await sql.end()
-})
-
-const ids = (q: SourceQuery) =>
-  Effect.map(readAll(q), ({ batches }) => rowsOf(batches).map((row) => String(row["id"])))
-
-const where = (...filters: ReadonlyArray<RowFilter>) => filtered(T, ...filters)
 
 describe("postgres source: filtered queries", () => {
   it.effect("each filter kind returns exactly the expected rows, with values typed by their column", () =>
@@ -104,7 +87,7 @@ describe("postgres source: filtered queries", () => {
         position = [String(last["b"]), String(last["a"])]
       }
       const expected = (yield* Effect.promise(() =>
-        sql.unsafe<Array<{ k: string }>>(`select b || '/' || a as k from ${CK} order by b, a`)
+        admin().unsafe<Array<{ k: string }>>(`select b || '/' || a as k from ${CK} order by b, a`)
       )).map((row) => row.k)
       expect(expected.length).toBe(17)
       expect(seen).toEqual(expected)
@@ -167,7 +150,7 @@ describe("postgres source: pool", () => {
           )
           expect(counts).toEqual([6, 6, 5, 4])
           const open = yield* Effect.promise(() =>
-            sql.unsafe("select count(*)::int as n from pg_stat_activity where application_name = $1", ["rivet-pgq-pool"])
+            admin().unsafe("select count(*)::int as n from pg_stat_activity where application_name = $1", ["rivet-pgq-pool"])
           )
           expect(open[0]?.["n"]).toBeGreaterThanOrEqual(4)
         })
