@@ -112,10 +112,13 @@ export const exitCodeOf = (error: RivetError): number => {
   }
 }
 
-/** The message of an unknown thrown value, for wrapping library failures into tagged errors. */
+// Library messages are often wrapped over several lines (Node's native-module error, SDK messages); ours are one.
+const LINE_BREAK = /[ \t]*(?:\r\n|\r|\n)\s*/g
+
+/** The message of an unknown thrown value, on one line, for wrapping library failures into tagged errors. */
 export const describeCause = (cause: unknown): string => {
-  if (cause instanceof Error) return cause.message
-  if (typeof cause === "string") return cause
+  if (cause instanceof Error) return cause.message.replace(LINE_BREAK, " ")
+  if (typeof cause === "string") return cause.replace(LINE_BREAK, " ")
   try {
     return JSON.stringify(cause)
   } catch {

@@ -27,11 +27,16 @@ const setCursor = (value: string) =>
 describe("SQLite backend", () => {
   it("a native module built for another Node.js says to rebuild it, not that the directory is read-only", () => {
     const cause = Object.assign(
-      new Error("The module 'better_sqlite3.node' was compiled against a different Node.js version using NODE_MODULE_VERSION 115. This version of Node.js requires NODE_MODULE_VERSION 127."),
+      // Node's own wording, line breaks included.
+      new Error(
+        "The module 'better_sqlite3.node'\nwas compiled against a different Node.js version using\nNODE_MODULE_VERSION 115. This version of Node.js requires\nNODE_MODULE_VERSION 127. Please try re-compiling or re-installing\nthe module (for instance, using `npm rebuild` or `npm install`)."
+      ),
       { code: "ERR_DLOPEN_FAILED" }
     )
     const error = toStateError("/srv/.rivet_state.db", cause)
     expect(error.message).toContain("cannot load SQLite (the better-sqlite3 native module) for the state file /srv/.rivet_state.db")
+    expect(error.message).toContain("'better_sqlite3.node' was compiled against a different Node.js version using NODE_MODULE_VERSION 115.")
+    expect(error.message).not.toMatch(/[\r\n]/)
     expect(error.hint).toContain("npm rebuild better-sqlite3")
     expect(error.hint).toContain(process.version)
     expect(error.hint).not.toContain("read-only")
