@@ -9,54 +9,14 @@
  * per plugin; exits non-zero if any failed. The plugins link the repository root (`rivet: file:../..`), so the
  * root must be built first (`npm run build`).
  */
-import { spawnSync } from "node:child_process"
 import console from "node:console"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import process from "node:process"
+import { install, npmIn, withLock } from "./npm-install.mjs"
 
 const ROOT = path.resolve(import.meta.dirname, "..")
 const PLUGINS = path.join(ROOT, "plugins")
-const npm = process.platform === "win32" ? "npm.cmd" : "npm"
-
-const mtime = (file) => fs.statSync(file, { throwIfNoEntry: false })?.mtimeMs
-
-const needsInstall = (dir) => {
-  const installed = mtime(path.join(dir, "node_modules", ".package-lock.json")) ?? mtime(path.join(dir, "node_modules"))
-  const lock = mtime(path.join(dir, "package-lock.json"))
-  return installed === undefined || (lock !== undefined && installed < lock)
-}
-
-const npmIn = (dir, args, quiet) => {
-  const result = spawnSync(npm, args, { cwd: dir, stdio: quiet ? ["ignore", "pipe", "pipe"] : "inherit", encoding: "utf8" })
-  if (result.status !== 0 && quiet) process.stderr.write(`${result.stdout ?? ""}${result.stderr ?? ""}`)
-  return result.status ?? 1
-}
-
-/** Serialises installs of one package across processes (test files may prepare the same plugin at once). */
-const withLock = (dir, body) => {
-  const lock = path.join(dir, ".rivet-prepare.lock")
-  const deadline = Date.now() + 10 * 60_000
-  for (;;) {
-    try {
-      fs.mkdirSync(lock)
-      break
-    } catch (error) {
-      if (error.code !== "EEXIST") throw error
-      if ((mtime(lock) ?? Date.now()) < Date.now() - 10 * 60_000) fs.rmSync(lock, { recursive: true, force: true })
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`)
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200)
-    }
-  }
-  try {
-    return body()
-  } finally {
-    fs.rmSync(lock, { recursive: true, force: true })
-  }
-}
-
-const install = (dir, quiet) =>
-  withLock(dir, () => (needsInstall(dir) ? npmIn(dir, ["ci", "--no-audit", "--no-fund"], quiet) : 0))
 
 const pluginDirs = () =>
   fs

@@ -65,22 +65,49 @@ const startEmbeddedForTests = async () => {
 /**
  * Finds the PostgreSQL the tests use: RIVET_TEST_PG_URL when set (it must answer), else 127.0.0.1:5432, else an
  * embedded server started for this test run (RIVET_TEST_FORCE_EMBEDDED=1 skips the 5432 probe).
+ * RIVET_TEST_STATE=postgres also keeps every run's state there (RIVET_STATE_URL, inherited by the test workers and
+ * the CLIs they start) instead of SQLite files: scripts/test-node22.mjs runs Node 22 against a better-sqlite3
+ * compiled for another Node.
  */
 export default async function setup(project: TestProject) {
+  const found = await findPostgres()
+  project.provide("pgUrl", found.url)
+  if (process.env["RIVET_TEST_STATE"] !== "postgres") return found.teardown
+  const dropState = await keepStateIn(found.url)
+  return async () => {
+    await dropState()
+    await found.teardown?.()
+  }
+}
+
+/** Points RIVET_STATE_URL at a schema of its own for this test run; returns what drops it again. */
+const keepStateIn = async (url: string) => {
+  const schema = `rivet_test_state_${process.pid}`
+  const run = async (statement: string) => {
+    const sql = postgres(url, { max: 1, onnotice: () => {} })
+    await sql.unsafe(statement).finally(() => sql.end())
+  }
+  await run(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`)
+  const stateUrl = new URL(url)
+  stateUrl.searchParams.set("search_path", schema)
+  process.env["RIVET_STATE_URL"] = stateUrl.toString()
+  console.log(`Run state is kept in schema ${schema} of that PostgreSQL (RIVET_TEST_STATE=postgres)`)
+  return () => run(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+}
+
+const findPostgres = async (): Promise<{ url: string; teardown?: () => Promise<void> }> => {
   const explicit = process.env["RIVET_TEST_PG_URL"]
   if (explicit !== undefined) {
     if (!(await reachable(explicit))) {
       throw new Error(`PostgreSQL is not reachable at RIVET_TEST_PG_URL (${hostOf(explicit)})`)
     }
     console.log(`Tests use PostgreSQL at ${hostOf(explicit)} (RIVET_TEST_PG_URL)`)
-    project.provide("pgUrl", explicit)
-    return
+    return { url: explicit }
   }
   const forceEmbedded = process.env["RIVET_TEST_FORCE_EMBEDDED"] === "1"
   if (!forceEmbedded && (await reachable(DEFAULT_PG_URL))) {
     console.log(`Tests use PostgreSQL at ${hostOf(DEFAULT_PG_URL)}`)
-    project.provide("pgUrl", DEFAULT_PG_URL)
-    return
+    return { url: DEFAULT_PG_URL }
   }
   const startedAt = Date.now()
   const embedded = await startEmbeddedForTests()
@@ -89,8 +116,7 @@ export default async function setup(project: TestProject) {
     `Tests use an embedded PostgreSQL ${embedded.version} at 127.0.0.1:${embedded.port}/test ` +
       `(${why}; started in ${((Date.now() - startedAt) / 1000).toFixed(1)} s)`
   )
-  project.provide("pgUrl", embedded.url)
-  return embedded.teardown
+  return { url: embedded.url, teardown: embedded.teardown }
 }
 
 declare module "vitest" {
