@@ -193,6 +193,16 @@ describe("local sink", () => {
     }).pipe(Effect.ensuring(Effect.sync(() => chmodSync(join(base, "read-only"), 0o755))))
   )
 
+  it("refuses {date}/{export}/{table} placeholders instead of creating a literal '{date}' directory", () => {
+    const decode = Schema.decodeUnknownEither(LocalConfig, { onExcessProperty: "error" })
+    for (const path of ["./out/{date}", "./out/{export}/", "/data/{table}/x", "out/{run_id}", "out/{partition}"]) {
+      const result = decode({ path })
+      expect(Either.isLeft(result)).toBe(true)
+      if (Either.isLeft(result)) expect(String(result.left)).toMatch(/does not expand/)
+    }
+    expect(decode({ path: "./out/{other}" })).toEqual(Either.right({ path: "./out/{other}" }))
+  })
+
   it("maps permission, disk-full and busy errors to actionable SinkErrors", () => {
     const map = (code: string) =>
       fsError({ operation: "put", action: "create a temp file", path: "/data/out/.a.tmp-1", key: "a" })(

@@ -1,16 +1,30 @@
 import * as Schema from "effect/Schema"
 
+/**
+ * Path templates of other export tools (`{date}`, `{export}`, `{table}`, `{run_id}`, `{partition}`). Rivet does not
+ * expand them; written literally they would silently become a directory named `{date}`, so they are refused.
+ */
+const PLACEHOLDER = /\{(date|export|table|run_id|partition)\}/
+
+export const placeholderMessage = (token: string): string =>
+  `path contains '{${token}}', which Rivet does not expand (it would become a literal directory named '{${token}}'); ` +
+  "write the directory out, or use an environment variable, e.g. path: ./out/${RUN_DATE} with RUN_DATE=$(date -u +%F)"
+
 /** The `destination:` block of `type: local`. */
 export const LocalConfig = Schema.Struct({
   path: Schema.String.pipe(
     Schema.nonEmptyString({ message: () => "path must not be empty (use . for the config file's directory)" }),
     // No file system accepts a NUL byte in a path; other control characters are legal but always a mistake.
     // eslint-disable-next-line no-control-regex
-    Schema.filter((path) => (/[\u0000-\u001f\u007f]/.test(path) ? "path must not contain control characters (NUL, newline, tab, …)" : true))
+    Schema.filter((path) => (/[\u0000-\u001f\u007f]/.test(path) ? "path must not contain control characters (NUL, newline, tab, …)" : true)),
+    Schema.filter((path) => {
+      const token = PLACEHOLDER.exec(path)?.[1]
+      return token === undefined ? true : placeholderMessage(token)
+    })
   ).annotations({
     title: "path",
     description:
-      "Directory the files are written to. A relative path is relative to the config file's directory; absolute paths and `..` are allowed (it is your directory; file names inside it can never escape it). Created if missing."
+      "Directory the files are written to. A relative path is relative to the config file's directory; absolute paths and `..` are allowed (it is your directory; file names inside it can never escape it). Created if missing. Placeholders such as {date} or {export} are not expanded and are refused."
   })
 }).annotations({
   identifier: "LocalDestination",
