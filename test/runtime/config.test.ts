@@ -52,6 +52,22 @@ describe("config decoding", () => {
       }
     }))
 
+  it.effect("accepts the short form of a columns: override (amount: decimal(18,2), as the Rust rivet writes it)", () =>
+    Effect.gen(function* () {
+      const result = yield* validateConfigValue(
+        withExport({ columns: { amount: "decimal(18,2)", total: { type: "int64" } } }),
+        "/tmp",
+        "test.yaml",
+        { plugins }
+      )
+      expect(Either.isRight(result)).toBe(true)
+      if (Either.isRight(result)) {
+        expect(result.right.exports[0]?.columnTypes.get("amount")).toEqual({ kind: "decimal", precision: 18, scale: 2 })
+        expect(result.right.exports[0]?.columnTypes.get("total")).toEqual({ kind: "int64" })
+      }
+      expect((yield* problems(withExport({ columns: { amount: "decimal(99,2)" } })))[0]?.path).toBe("exports[0].columns.amount")
+    }))
+
   it.effect("names the path of an unknown key and suggests the closest one", () =>
     Effect.gen(function* () {
       const found = yield* problems(withExport({ destination: { type: "fakesink", pth: "out" } }))

@@ -153,13 +153,15 @@ const decodeExport = (
     }
     const columnTypes = new Map<string, LogicalType>()
     for (const [column, override] of Object.entries(decoded.columns ?? {})) {
-      const type = parseLogicalType(override.type)
+      // `amount: decimal(18,2)` (the short form other tools use) is the same as `amount: { type: decimal(18,2) }`.
+      const text = typeof override === "string" ? override : override.type
+      const type = parseLogicalType(text)
       if (type) columnTypes.set(column, type)
       else
         problems.add(
           new ConfigError({
-            path: joinPath(path, ["columns", column, "type"]),
-            message: `unknown type '${override.type}'`,
+            path: joinPath(path, typeof override === "string" ? ["columns", column] : ["columns", column, "type"]),
+            message: `unknown type '${text}'`,
             hint: "e.g. decimal(38,9), int64, float64, string, timestamptz, date, json, bytes, list<int32>"
           })
         )

@@ -108,8 +108,16 @@ const mergeAlternatives = (
   const paths = [...byPath.keys()]
   const nested = (key: string) => paths.some((other) => other !== key && (other.startsWith(`${key}.`) || other.startsWith(`${key}[`)))
   return [...byPath.entries()].flatMap(([key, all]) => {
+    // Likewise a mapping that fails inside a struct alternative (`amount: { type: …, nullable: … }`) also fails the
+    // union's non-struct alternatives (`expected string, actual {…}`): the nested issue is the one to report.
     const group =
-      all.length > 1 || nested(key) ? all.filter((issue) => !issue.message.startsWith("Expected undefined, actual ")) : all
+      all.length > 1 || nested(key)
+        ? all.filter(
+            (issue) =>
+              !issue.message.startsWith("Expected undefined, actual ") &&
+              !(nested(key) && issue._tag === "Type" && /, actual \{/.test(issue.message))
+          )
+        : all
     const matches = group.map((issue) => (issue._tag === "Type" ? ALTERNATIVE.exec(issue.message) : null))
     if (group.length < 2 || matches.some((match) => match === null)) return group
     return [{ ...group[0]!, message: `Expected ${matches.map((match) => match![1]).join(" or ")}, actual ${matches[0]![2]}` }]

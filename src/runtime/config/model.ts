@@ -211,10 +211,15 @@ export const ExportCore = Schema.Struct({
   columns: Schema.optional(
     Schema.Record({
       key: Schema.String,
-      value: Schema.Struct({
-        type: Schema.String.annotations({ description: "Logical type, e.g. decimal(38,9), int64, string." })
-      })
-    }).annotations({ description: "Per-column type overrides, e.g. for unbounded numeric columns." })
+      value: Schema.Union(
+        Schema.Struct({
+          type: Schema.String.annotations({ description: "Logical type, e.g. decimal(38,9), int64, string." })
+        }),
+        Schema.String.annotations({ description: "Short form of { type: ... }: amount: decimal(18,2)." })
+      )
+    }).annotations({
+      description: "Per-column type overrides, e.g. for unbounded numeric columns: amount: { type: decimal(18,2) } or amount: decimal(18,2)."
+    })
   ),
   quality: Schema.optional(QualityConfig),
   on_schema_drift: Schema.optional(
