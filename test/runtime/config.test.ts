@@ -68,6 +68,26 @@ describe("config decoding", () => {
       expect((yield* problems(withExport({ columns: { amount: "decimal(99,2)" } })))[0]?.path).toBe("exports[0].columns.amount")
     }))
 
+  it.effect("tells a user migrating from the Rust rivet what to write instead of its keys", () =>
+    Effect.gen(function* () {
+      const top = yield* problems({ ...valid, notifications: { slack: {} } })
+      expect(top.find((problem) => problem.path === "notifications")?.hint).toMatch(/Rust rivet; .*exit code/)
+      const found = yield* problems({
+        ...valid,
+        source: { ...valid.source, tuning: { profile: "fast" }, tls: { mode: "verify-full" } },
+        exports: [{ ...valid.exports[0], meta_columns: { exported_at: true }, chunk_by_key: "id" }]
+      })
+      const hintOf = (path: string) => found.find((problem) => problem.path === path)?.hint
+      expect(hintOf("source.tuning")).toMatch(/Rust rivet; .*batch_size sits on the export/)
+      expect(hintOf("source.tls")).toMatch(/sslmode=verify-full/)
+      // Not "did you mean 'key_columns'?": meta_columns has nothing to do with keyset keys.
+      expect(hintOf("exports[0].meta_columns")).toMatch(/Rust rivet; .*in the query/)
+      expect(hintOf("exports[0].chunk_by_key")).toMatch(/mode: keyset with key_columns/)
+      // Other keys, and plugin blocks, keep the generic hint.
+      const plugin = yield* problems(withExport({ destination: { type: "fakesink", path: "out", tuning: {} } }))
+      expect(plugin[0]?.hint).not.toMatch(/Rust rivet/)
+    }))
+
   it.effect("names the path of an unknown key and suggests the closest one", () =>
     Effect.gen(function* () {
       const found = yield* problems(withExport({ destination: { type: "fakesink", pth: "out" } }))

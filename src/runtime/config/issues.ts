@@ -4,6 +4,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import { ConfigError } from "../errors.js"
 import { nameShapes } from "./expected.js"
+import { rustKeyHint } from "./rust-keys.js"
 
 const PLAIN_KEY = /^[A-Za-z0-9_-]+$/
 
@@ -70,10 +71,13 @@ export const knownKeys = (schema: Schema.Schema.AnyNoContext): ReadonlyArray<str
 
 export const unknownKeyError = (path: string, key: string, known: ReadonlyArray<string>): ConfigError => {
   const suggestion = didYouMean(key, known)
+  const migration = rustKeyHint(path, key, known)
   return new ConfigError({
     path: joinPath(path, [key]),
     message: `unknown key '${key}'`,
-    hint: suggestion
+    hint: migration
+      ? `'${key}' is a key of the Rust rivet; ${migration}`
+      : suggestion
       ? `did you mean '${suggestion}'?`
       : known.length > 0
         ? `known keys here: ${known.join(", ")}`
