@@ -5,6 +5,7 @@ import { validateConfig } from "../runtime/config/decode.js"
 import { pathSegments } from "../runtime/config/issues.js"
 import type { RivetConfig } from "../runtime/config/model.js"
 import { readConfigBytes } from "../runtime/config/read-file.js"
+import { retypeVariables } from "../runtime/config/typed-variables.js"
 import { interpolate, parseYaml } from "../runtime/config/yaml.js"
 import { ConfigError } from "../runtime/errors.js"
 import type { AnyPlugin } from "../runtime/plugin.js"
@@ -35,7 +36,10 @@ export const validateConfigValue = (
   Effect.gen(function* () {
     const resolved = yield* interpolate(value, options.env ?? process.env)
     const resolver = yield* makeResolver(pluginList(resolved), configDir, options.plugins)
-    return yield* validateConfig({ value: resolved, configDir, origin, plugins: resolver })
+    const result = yield* validateConfig({ value: resolved, configDir, origin, plugins: resolver })
+    // `batch_size: ${N}`: a number or boolean that came from a variable is retyped, then decoded once more.
+    const retyped = Either.isLeft(result) ? retypeVariables(value, resolved, result.left) : undefined
+    return retyped === undefined ? result : yield* validateConfig({ value: retyped, configDir, origin, plugins: resolver })
   }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
 
 const readConfigText = (file: string) =>

@@ -215,4 +215,25 @@ describe("config decoding", () => {
       const set = yield* problems(withExport({ destination: { type: "fakesink", path: "${OUT_DIR}" } }), { OUT_DIR: "/x" })
       expect(set).toEqual([])
     }))
+
+  it.effect("types a number or boolean that is exactly one ${VAR} (batch_size: ${BATCH}), as the Rust rivet does", () =>
+    Effect.gen(function* () {
+      const env = { BATCH: "5000", SKIP: "true", CHUNK: "20000", WORD: "many" }
+      const result = yield* validateConfigValue(
+        withExport({ batch_size: "${BATCH}", skip_empty: "${SKIP}", mode: "chunked", chunk_size: "${CHUNK}" }),
+        "/tmp",
+        "test.yaml",
+        { plugins, env }
+      )
+      expect(Either.isRight(result)).toBe(true)
+      if (Either.isRight(result)) {
+        expect(result.right.exports[0]?.batchSize).toBe(5000)
+        expect(result.right.exports[0]?.skipEmpty).toBe(true)
+      }
+      // Not a number, or not the whole value: still refused, with the substituted text shown.
+      expect((yield* problems(withExport({ batch_size: "${WORD}" }), env))[0]?.message).toBe('expected number, actual "many"')
+      expect((yield* problems(withExport({ batch_size: "1${BATCH}" }), env))[0]?.message).toBe('expected number, actual "15000"')
+      // A string key keeps the text: a name that looks like a number stays a string.
+      expect(yield* problems(withExport({ name: "${BATCH}" }), env)).toEqual([])
+    }))
 })
