@@ -145,6 +145,9 @@ describe("config decoding properties", () => {
     .stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,30}$/)
     .filter((name) => !name.includes(".."))
 
+  const splitOnStdout = (spec: { readonly destination: string; readonly format: string }) =>
+    spec.destination === "stdout" && spec.format !== "ndjson"
+
   it("valid configs from a small grammar decode with their names, plugins and sizes intact", async () => {
     const exportSpec = fc.record({
       format: fc.constantFrom("parquet", "csv", "ndjson"),
@@ -160,7 +163,8 @@ describe("config decoding properties", () => {
           table: "public.orders",
           format: spec.format,
           ...(spec.gzip ? { compression: "gzip" } : {}),
-          ...(spec.size ? { max_file_size: spec.size.text } : {}),
+          // Parts of a CSV or Parquet stream cannot be concatenated on stdout: refused (see config.test.ts).
+          ...(spec.size && !splitOnStdout(spec) ? { max_file_size: spec.size.text } : {}),
           destination:
             spec.destination === "local"
               ? { type: "local", path: `out/${name}` }
@@ -176,7 +180,7 @@ describe("config decoding properties", () => {
           const [name, spec] = specs[index]!
           expect(decoded.format.plugin.type).toBe(spec.format)
           expect((decoded.format.config as { compression: string }).compression).toBe(spec.gzip ? "gzip" : spec.format === "parquet" ? "zstd" : "none")
-          expect(decoded.maxFileSize).toBe(spec.size?.bytes)
+          expect(decoded.maxFileSize).toBe(splitOnStdout(spec) ? undefined : spec.size?.bytes)
           expect(decoded.destination.plugin.type).toBe(spec.destination)
           if (spec.destination === "s3") expect(decoded.destination.config).toMatchObject({ prefix: `exports/${name}/`, endpoint: spec.endpoint })
         })

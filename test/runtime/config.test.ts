@@ -88,6 +88,23 @@ describe("config decoding", () => {
       expect(plugin[0]?.hint).not.toMatch(/Rust rivet/)
     }))
 
+  it.effect("refuses several parts of a CSV/Parquet export on stdout (chunked, keyset, max_file_size)", () =>
+    Effect.gen(function* () {
+      // stdout and ndjson are the built-in plugins.
+      const check = (patch: Record<string, unknown>) =>
+        Effect.map(
+          validateConfigValue(withExport({ destination: { type: "stdout" }, ...patch }), "/tmp", "test.yaml", { plugins }),
+          (result) => (Either.isLeft(result) ? result.left.map((e: ConfigError) => `${e.path}: ${e.message}`) : [])
+        )
+      expect(yield* check({ mode: "chunked" })).toEqual([
+        "exports[0].mode: mode: chunked writes several parts, which the stdout destination would concatenate into one unreadable fakefmt stream"
+      ])
+      expect((yield* check({ mode: "keyset", key_columns: ["id"] }))[0]).toMatch(/^exports\[0\]\.mode: mode: keyset/)
+      expect((yield* check({ max_file_size: "1MiB" }))[0]).toMatch(/^exports\[0\]\.max_file_size: max_file_size writes/)
+      expect(yield* check({})).toEqual([])
+      expect(yield* check({ format: "ndjson", mode: "chunked", max_file_size: "1MiB" })).toEqual([])
+    }))
+
   it.effect("names the path of an unknown key and suggests the closest one", () =>
     Effect.gen(function* () {
       const found = yield* problems(withExport({ destination: { type: "fakesink", pth: "out" } }))

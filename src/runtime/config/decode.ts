@@ -178,6 +178,20 @@ const decodeExport = (
     }
     const { mode, problems: modeProblems } = decodeMode(decoded, path)
     problems.add(...modeProblems)
+    // Several parts on one stream are several files back to back: concatenated Parquet files cannot be read, and
+    // concatenated CSV parts repeat the header mid-stream. NDJSON lines concatenate cleanly.
+    const kind = decoded.mode ?? "full"
+    if (destination?.plugin.type === "stdout" && format?.type !== "ndjson") {
+      const splitBy = kind === "chunked" || kind === "keyset" ? `mode: ${kind}` : decoded.max_file_size !== undefined ? "max_file_size" : undefined
+      if (splitBy !== undefined)
+        problems.add(
+          new ConfigError({
+            path: splitBy === "max_file_size" ? `${path}.max_file_size` : `${path}.mode`,
+            message: `${splitBy} writes several parts, which the stdout destination would concatenate into one unreadable ${format?.type ?? formatType} stream`,
+            hint: "write to a local or s3 destination, drop max_file_size / use mode: full or incremental, or use format: ndjson"
+          })
+        )
+    }
     if (!format || formatConfig === undefined || !destination || !mode) return undefined
     const table = decoded.table?.split(".")
     return {
