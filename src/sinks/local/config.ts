@@ -6,7 +6,7 @@ import * as Schema from "effect/Schema"
  */
 const PLACEHOLDER = /\{(date|export|table|run_id|partition)\}/
 
-export const placeholderMessage = (token: string): string =>
+const placeholderMessage = (token: string): string =>
   `path contains '{${token}}', which Rivet does not expand (it would become a literal directory named '{${token}}'); ` +
   "write the directory out, or use an environment variable, e.g. path: ./out/${RUN_DATE} with RUN_DATE=$(date -u +%F)"
 
