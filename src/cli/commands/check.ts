@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import { checkConfigFile } from "../../registry/check-config.js"
 import type { LintFinding } from "../../runtime/config/lint.js"
 import { ExitCode, printErrors } from "../exit.js"
+import { paramOption, useParams } from "../params.js"
 import { configOption } from "./run.js"
 
 const LABEL = { error: "Error", warning: "Warning", note: "Note" } as const
@@ -28,8 +29,10 @@ export const renderFindings = (findings: ReadonlyArray<LintFinding>): string => 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
 
 /** `rivet check -c export.yaml` — decodes and lints a config without connecting to anything. */
-export const checkCommand = Command.make("check", { config: configOption }, ({ config }) =>
+export const checkCommand = Command.make("check", { config: configOption, params: paramOption }, ({ config, params }) =>
   Effect.gen(function* () {
+    const badParams = yield* useParams(params, config)
+    if (badParams) return badParams
     const report = yield* checkConfigFile(config)
     yield* printErrors(report.errors)
     yield* Effect.sync(() => void process.stderr.write(renderFindings([...report.warnings, ...report.notes])))

@@ -4,6 +4,7 @@ import * as Either from "effect/Either"
 import { validateConfigFile } from "../../registry/load-config.js"
 import { type DoctorCheck, doctor } from "../../runtime/doctor.js"
 import { ExitCode, worstExitCode } from "../exit.js"
+import { paramOption, useParams } from "../params.js"
 import { configOption } from "./run.js"
 
 const HINT_INDENT = "       "
@@ -18,8 +19,10 @@ export const renderCheck = (check: DoctorCheck): string => {
 }
 
 /** `rivet doctor -c export.yaml` — checks the source, every export's query and every destination. */
-export const doctorCommand = Command.make("doctor", { config: configOption }, ({ config }) =>
+export const doctorCommand = Command.make("doctor", { config: configOption, params: paramOption }, ({ config, params }) =>
   Effect.gen(function* () {
+    const badParams = yield* useParams(params, config)
+    if (badParams) return badParams
     const out = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
     yield* out(`rivet doctor: checking config '${config}'\n`)
     const loaded = yield* validateConfigFile(config)

@@ -8,6 +8,7 @@ import { configIdentity, writePlanFile } from "../../runtime/plan/file.js"
 import { planConfig } from "../../runtime/plan/make.js"
 import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { renderPlannedExport } from "../plan-render.js"
+import { paramOption, useParams } from "../params.js"
 import { configOption } from "./run.js"
 
 const exportOption = Options.text("export").pipe(
@@ -31,9 +32,11 @@ const out = (text: string) => Effect.sync(() => void process.stdout.write(`${tex
 /** `rivet plan -c export.yaml [-e name]… [--json] [-o plan.json]` — what a run would do, without running it. */
 export const planCommand = Command.make(
   "plan",
-  { config: configOption, exports: exportOption, json: jsonOption, output: outputOption },
-  ({ config, exports, json, output }) =>
+  { config: configOption, exports: exportOption, params: paramOption, json: jsonOption, output: outputOption },
+  ({ config, exports, params, json, output }) =>
     Effect.gen(function* () {
+      const badParams = yield* useParams(params, config, { json })
+      if (badParams) return badParams
       const identity = yield* Effect.either(configIdentity(config))
       if (Either.isLeft(identity)) return yield* configFailure([identity.left])
       const loaded = yield* validateConfigFile(config)

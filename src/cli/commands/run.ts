@@ -9,6 +9,7 @@ import { loadPlanFor } from "../../runtime/plan/file.js"
 import { runConfig } from "../../runtime/run.js"
 import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { printStatements } from "../plan-render.js"
+import { paramOption, useParams } from "../params.js"
 import { cliProgress, jsonProgress } from "../progress.js"
 import { validateAfterRun } from "../validate-after-run.js"
 
@@ -55,9 +56,11 @@ const planOption = Options.file("plan", { exists: "yes" }).pipe(
 /** `rivet run -c export.yaml [-e name]… [--resume] [--json]` — runs the exports and prints a summary per export. */
 export const runCommand = Command.make(
   "run",
-  { config: configOption, exports: exportOption, verbose: verboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption },
-  ({ config, exports, verbose, resume, json, validate, plan }) =>
+  { config: configOption, exports: exportOption, params: paramOption, verbose: verboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption },
+  ({ config, exports, params, verbose, resume, json, validate, plan }) =>
     Effect.gen(function* () {
+      const badParams = yield* useParams(params, config, { json })
+      if (badParams) return badParams
       const loaded = yield* validateConfigFile(config)
       if (Either.isLeft(loaded)) {
         if (!json) return yield* configFailure(loaded.left)
@@ -92,6 +95,6 @@ export const runCommand = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers\n  rivet run -c export.yaml --resume\n  rivet run -c export.yaml --validate\n  rivet plan -c export.yaml -o plan.json && rivet run -c export.yaml --plan plan.json\n  rivet run -c export.yaml --json 2> events.ndjson"
+    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers\n  rivet run -c export.yaml -p RUN_DATE=2026-12-01\n  rivet run -c export.yaml --resume\n  rivet run -c export.yaml --validate\n  rivet plan -c export.yaml -o plan.json && rivet run -c export.yaml --plan plan.json\n  rivet run -c export.yaml --json 2> events.ndjson"
   )
 )

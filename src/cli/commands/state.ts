@@ -10,6 +10,7 @@ import { stateLayerAt, stateLocationFor, type StateLocation } from "../../state/
 import { StateStore } from "../../state/store.js"
 import { ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { filesJson, renderFiles, renderReset, renderSummaries, summariesJson } from "../state-render.js"
+import { applyParams, paramOption, printWarnings } from "../params.js"
 import { configOption } from "./run.js"
 
 /** What every `rivet state` subcommand works on: the config's exports (or the one named) and where their state is. */
@@ -21,8 +22,15 @@ interface StateScope {
   readonly exists: boolean
 }
 
-const scopeOf = (config: string, only: Option.Option<string>): Effect.Effect<StateScope, ReadonlyArray<RivetError>> =>
+const scopeOf = (
+  config: string,
+  only: Option.Option<string>,
+  params: ReadonlyArray<string>
+): Effect.Effect<StateScope, ReadonlyArray<RivetError>> =>
   Effect.gen(function* () {
+    const applied = yield* applyParams(params, config)
+    if (applied.errors.length > 0) return yield* Effect.fail(applied.errors)
+    yield* printWarnings(applied.warnings)
     const loaded = yield* validateConfigFile(config)
     if (Either.isLeft(loaded)) return yield* Effect.fail(loaded.left)
     const known = loaded.right.exports.map((spec) => spec.name)
@@ -67,11 +75,11 @@ const jsonOption = Options.boolean("json").pipe(Options.withDescription("Print J
 
 const showCommand = Command.make(
   "show",
-  { config: configOption, exportName: exportFilter, json: jsonOption },
-  ({ config, exportName, json }) =>
+  { config: configOption, exportName: exportFilter, params: paramOption, json: jsonOption },
+  ({ config, exportName, params, json }) =>
     runState(
       Effect.gen(function* () {
-        const scope = yield* scopeOf(config, exportName)
+        const scope = yield* scopeOf(config, exportName, params)
         const all = scope.exists ? yield* withStore(scope, Effect.flatMap(StateStore, (store) => store.exports)) : []
         const byName = new Map(all.map((summary) => [summary.exportName, summary]))
         const summaries = scope.exportNames.flatMap((name) => byName.get(name) ?? [])
@@ -94,14 +102,14 @@ const limitOption = Options.integer("limit").pipe(
 
 const filesCommand = Command.make(
   "files",
-  { config: configOption, exportName: exportFilter, json: jsonOption, limit: limitOption },
-  ({ config, exportName, json, limit }) =>
+  { config: configOption, exportName: exportFilter, params: paramOption, json: jsonOption, limit: limitOption },
+  ({ config, exportName, params, json, limit }) =>
     runState(
       Effect.gen(function* () {
         if (limit < 1) {
           return yield* new ConfigError({ path: "--limit", message: `must be at least 1 (got ${limit})`, hint: "e.g. --limit 100" })
         }
-        const scope = yield* scopeOf(config, exportName)
+        const scope = yield* scopeOf(config, exportName, params)
         const perExport = scope.exists
           ? yield* withStore(
               scope,
@@ -130,12 +138,13 @@ const resetCommand = Command.make(
     exportName: Options.text("export").pipe(
       Options.withAlias("e"),
       Options.withDescription("The export whose state to forget (required).")
-    )
+    ),
+    params: paramOption
   },
-  ({ config, exportName }) =>
+  ({ config, exportName, params }) =>
     runState(
       Effect.gen(function* () {
-        const scope = yield* scopeOf(config, Option.some(exportName))
+        const scope = yield* scopeOf(config, Option.some(exportName), params)
         // Nothing to reset in a state file that does not exist yet; do not create one just to say so.
         const result = scope.exists
           ? yield* withStore(scope, Effect.flatMap(StateStore, (store) => store.reset(exportName)))

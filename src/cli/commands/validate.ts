@@ -6,6 +6,7 @@ import { validateConfigFile } from "../../registry/load-config.js"
 import { validateConfig } from "../../runtime/validate/validate.js"
 import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { jsonReport, renderSummary, renderValidation, validationErrors } from "../validate-render.js"
+import { paramOption, useParams } from "../params.js"
 import { configOption, verboseOption } from "./run.js"
 
 const exportOption = Options.text("export").pipe(
@@ -29,9 +30,11 @@ const out = (text: string) => Effect.sync(() => void process.stdout.write(`${tex
 /** `rivet validate -c export.yaml [-e name]… [--strict] [--json]` — checks what each export's destination holds. */
 export const validateCommand = Command.make(
   "validate",
-  { config: configOption, exports: exportOption, strict: strictOption, json: jsonOption, verbose: verboseOption },
-  ({ config, exports, strict, json }) =>
+  { config: configOption, exports: exportOption, params: paramOption, strict: strictOption, json: jsonOption, verbose: verboseOption },
+  ({ config, exports, params, strict, json }) =>
     Effect.gen(function* () {
+      const badParams = yield* useParams(params, config)
+      if (badParams) return badParams
       const loaded = yield* validateConfigFile(config)
       if (Either.isLeft(loaded)) return yield* configFailure(loaded.left)
       const results = yield* Effect.either(validateConfig(loaded.right, { only: exports, strict }))

@@ -108,7 +108,7 @@ export const interpolate = (
         new ConfigError({
           path: path || "(root)",
           message: `environment variable '${missing}' is not set (referenced as \${${missing}})`,
-          hint: `export ${missing}=... before running, or remove the reference`
+          hint: `export ${missing}=... before running (or pass --param ${missing}=... to rivet), or remove the reference`
         })
       )
     }
