@@ -1,14 +1,5 @@
 import * as Schema from "effect/Schema"
-
-/**
- * Path templates of other export tools (`{date}`, `{export}`, `{table}`, `{run_id}`, `{partition}`). Rivet does not
- * expand them; written literally they would silently become a directory named `{date}`, so they are refused.
- */
-const PLACEHOLDER = /\{(date|export|table|run_id|partition)\}/
-
-const placeholderMessage = (token: string): string =>
-  `path contains '{${token}}', which Rivet does not expand (it would become a literal directory named '{${token}}'); ` +
-  "write the directory out, or use an environment variable, e.g. path: ./out/${RUN_DATE} with RUN_DATE=$(date -u +%F)"
+import { placeholderProblem } from "../placeholders.js"
 
 /** The `destination:` block of `type: local`. */
 export const LocalConfig = Schema.Struct({
@@ -17,10 +8,7 @@ export const LocalConfig = Schema.Struct({
     // No file system accepts a NUL byte in a path; other control characters are legal but always a mistake.
     // eslint-disable-next-line no-control-regex
     Schema.filter((path) => (/[\u0000-\u001f\u007f]/.test(path) ? "path must not contain control characters (NUL, newline, tab, …)" : true)),
-    Schema.filter((path) => {
-      const token = PLACEHOLDER.exec(path)?.[1]
-      return token === undefined ? true : placeholderMessage(token)
-    })
+    Schema.filter((path) => placeholderProblem("path", path) ?? true)
   ).annotations({
     title: "path",
     description:

@@ -1,6 +1,7 @@
 import * as Schema from "effect/Schema"
 import { DurationMs } from "../../runtime/duration.js"
 import { ByteSize, formatBytes } from "../../runtime/size.js"
+import { placeholderProblem } from "../placeholders.js"
 import { checkEndpoint, endpointUrlProblem } from "./endpoint-guard.js"
 
 const MiB = 1024 ** 2
@@ -41,17 +42,18 @@ const bucketProblem = (bucket: string): string | undefined => {
   return undefined
 }
 
-/** `exports/daily` → `exports/daily/`; `/x/` → `x/`; empty stays empty. */
-/** Why a prefix cannot be used: parent segments, or characters that make a key unreadable or path-like on Windows. */
+/** Why a prefix cannot be used: parent segments, templates, or characters that make a key unreadable or path-like on Windows. */
 const prefixProblem = (prefix: string): string | undefined => {
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(prefix)) return `prefix ${JSON.stringify(prefix)} must not contain control characters (NUL, newline, tab, …)`
   if (prefix.includes("\\")) return `prefix ${JSON.stringify(prefix)} must not contain '\\': separate folders with /, e.g. exports/daily/`
-  return prefix.split("/").includes("..")
-    ? `prefix '${prefix}' must not contain '..' segments: S3 keys have no parent directories; write the folder path you want, e.g. exports/daily/`
-    : undefined
+  if (prefix.split("/").includes("..")) {
+    return `prefix '${prefix}' must not contain '..' segments: S3 keys have no parent directories; write the folder path you want, e.g. exports/daily/`
+  }
+  return placeholderProblem("prefix", prefix)
 }
 
+/** `exports/daily` → `exports/daily/`; `/x/` → `x/`; empty stays empty. */
 export const normalizePrefix = (prefix: string): string => {
   const trimmed = prefix.replace(/^\/+/, "")
   return trimmed === "" || trimmed.endsWith("/") ? trimmed : `${trimmed}/`
@@ -110,7 +112,7 @@ const fields = {
   prefix: Schema.optionalWith(
     Schema.transform(
       text(
-        "Key prefix (folder-like path) under which objects are written, e.g. exports/daily/. A missing trailing / is added, a leading / removed; '..' segments are rejected."
+        "Key prefix (folder-like path) under which objects are written, e.g. exports/daily/. A missing trailing / is added, a leading / removed; '..' segments and placeholders such as {date} or {export} (not expanded) are rejected."
       ).pipe(
         Schema.filter((prefix) => prefixProblem(prefix) ?? true)
       ),

@@ -68,6 +68,10 @@ describe("S3Config", () => {
     expect(issues({ ...base, prefix })).toEqual([expect.stringMatching(/^prefix: .*'\.\.' segments/)])
   })
 
+  it.each(["exports/{date}/", "{export}", "raw/{table}/{run_id}"])("rejects the template %j, which Rivet does not expand", (prefix) => {
+    expect(issues({ ...base, prefix })).toEqual([expect.stringMatching(/^prefix: prefix contains '\{\w+\}', which Rivet does not expand .*\$\{RUN_DATE\}/)])
+  })
+
   it("requires region, saying it can be any value with a custom endpoint", () => {
     const [issue] = issues({ bucket: "b-1", endpoint: "http://localhost:9000" })
     expect(issue).toMatch(/^region: region is required/)
