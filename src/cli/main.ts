@@ -16,6 +16,7 @@ import { schemaCommand } from "./commands/schema.js"
 import { stateCommand } from "./commands/state.js"
 import { validateCommand } from "./commands/validate.js"
 import { ExitCode } from "./exit.js"
+import { withPlainConsole } from "./plain-console.js"
 
 // The pinned AWS SDK supports Node 20; its notice about *future* SDK releases is noise in every run's stderr.
 process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true"
@@ -34,7 +35,7 @@ const cli = Command.run(rivet, { name: "rivet", version })
 
 const verbose = process.argv.includes("--verbose")
 
-const program = Effect.suspend(() => cli(process.argv)).pipe(
+const program = withPlainConsole(Effect.suspend(() => cli(process.argv))).pipe(
   Effect.map((result: unknown) => (result instanceof ExitCode ? result.code : 0)),
   // @effect/cli has already printed usage errors; anything else is unexpected and reported briefly.
   Effect.catchAllCause((cause) =>
