@@ -74,8 +74,12 @@ export const startKiller = (url: string, options: KillerOptions): Killer => {
   }
 }
 
-/** Counts the distinct executions (backend, start time) of matching statements until stopped. */
-export const watchExecutions = (url: string, app: string, statement: string) => {
+/**
+ * Counts the distinct executions (backend, start time) of matching statements that stayed active for at least
+ * `minimumMs` until stopped. The floor skips the instant in which the same text is parsed and described (before the
+ * cursor opens), which a 20 ms poll on a busy machine can catch as an execution of its own.
+ */
+export const watchExecutions = (url: string, app: string, statement: string, minimumMs = 200) => {
   const sql = postgres(url, { max: 1, onnotice: () => {} })
   const seen = new Set<string>()
   let stopped = false
@@ -83,7 +87,8 @@ export const watchExecutions = (url: string, app: string, statement: string) => 
     while (!stopped) {
       const rows = await sql<Array<{ pid: number; started: string }>>`
         SELECT pid, query_start::text AS started FROM pg_stat_activity
-        WHERE application_name = ${app} AND state = 'active' AND query LIKE ${statement} AND pid <> pg_backend_pid()`
+        WHERE application_name = ${app} AND state = 'active' AND query LIKE ${statement} AND pid <> pg_backend_pid()
+          AND clock_timestamp() - query_start >= ${minimumMs} * interval '1 millisecond'`
       for (const row of rows) seen.add(`${row.pid}@${row.started}`)
       await sleep(20)
     }
