@@ -130,6 +130,16 @@ describe("config decoding", () => {
       expect(noType[0]).toMatchObject({ path: "source.type", message: "is required" })
     }))
 
+  it.effect("keeps a plugin's own message for a missing key (S3 region: any value with MinIO)", () =>
+    Effect.gen(function* () {
+      const value = withExport({ destination: { type: "s3", bucket: "my-data-bucket", endpoint: "http://localhost:9000" } })
+      const found = yield* validateConfigValue(value, "/tmp", "test.yaml", { plugins: [source, format] as never, env: {} })
+      const messages = Either.isLeft(found) ? found.left.map((e: ConfigError) => `${e.path}: ${e.message}`) : []
+      expect(messages).toEqual([
+        "exports[0].destination.region: region is required: the bucket's AWS region, e.g. us-east-1 (with a custom endpoint such as MinIO it is required but can be any value, e.g. us-east-1)"
+      ])
+    }))
+
   it.effect("rejects table and query together, duplicates, bad names, bad sizes, empty exports", () =>
     Effect.gen(function* () {
       expect((yield* problems(withExport({ query: "select 1" })))[0]?.message).toContain("exactly one of 'table' or 'query'")

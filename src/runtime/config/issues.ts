@@ -88,7 +88,8 @@ export const unknownKeyError = (path: string, key: string, known: ReadonlyArray<
 const messageOf = (issue: ParseResult.ArrayFormatterIssue): string => {
   switch (issue._tag) {
     case "Missing":
-      return "is required"
+      // Effect's default text is "is missing"; a schema's `missingMessage` (e.g. S3's region hint) is kept.
+      return issue.message === "is missing" ? "is required" : issue.message
     default:
       return issue.message.replace(/^Expected /, "expected ")
   }
