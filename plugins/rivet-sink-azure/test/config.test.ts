@@ -53,7 +53,10 @@ describe("azure destination config", () => {
   })
 
   it("requires a container and one auth source", async () => {
-    expect(await problem(KEY_AUTH)).toEqual({ path: "exports[0].destination.container", message: "is required" })
+    expect(await problem(KEY_AUTH)).toEqual({
+      path: "exports[0].destination.container",
+      message: "container is required: the name of an existing blob container, e.g. exports"
+    })
     expect(await problem({ container: "exports" })).toMatchObject({
       path: "exports[0].destination.account_url",
       message: expect.stringMatching(/no credentials configured: set connection_string_env, or account_url with/)
