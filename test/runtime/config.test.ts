@@ -68,6 +68,14 @@ describe("config decoding", () => {
       expect((yield* problems(withExport({ columns: { amount: "decimal(99,2)" } })))[0]?.path).toBe("exports[0].columns.amount")
     }))
 
+  it.effect("explains an unquoted decimal(p,s) split at its comma by a YAML flow mapping", () =>
+    Effect.gen(function* () {
+      // `columns: { amount: decimal(18,2) }` parses as { amount: "decimal(18", "2)": null }
+      const found = yield* problems(withExport({ columns: { amount: "decimal(18", "2)": null } }))
+      const split = found.find((problem) => problem.path === 'exports[0].columns["2)"]')
+      expect(split?.hint).toMatch(/quote it, columns: \{ amount: "decimal\(18,2\)" \}/)
+    }))
+
   it.effect("tells a user migrating from the Rust rivet what to write instead of its keys", () =>
     Effect.gen(function* () {
       const top = yield* problems({ ...valid, notifications: { slack: {} } })

@@ -148,9 +148,19 @@ export const decodeBlock = <A, I>(
         const key = String(issue.path[issue.path.length - 1])
         return unknownKeyError(joinPath(path, parentPath), key, keysAt(schema, parentPath))
       }
-      return new ConfigError({ path: joinPath(path, issue.path), message: messageOf(issue) })
+      return new ConfigError({ path: joinPath(path, issue.path), message: messageOf(issue), hint: splitTypeHint(issue) })
     })
   )
+}
+
+/**
+ * `columns: { amount: decimal(18,2) }` is YAML for `{ "amount": "decimal(18", "2)": null }`: a flow mapping splits
+ * at the comma. The issue lands on the orphan key `2)`; say what happened instead of a bare "actual null".
+ */
+const splitTypeHint = (issue: ParseResult.ArrayFormatterIssue): string | undefined => {
+  const key = issue.path[issue.path.length - 1]
+  if (issue.path[issue.path.length - 2] !== "columns" || typeof key !== "string" || !/^\s*\d+\s*\)$/.test(key)) return undefined
+  return `inside { } a comma separates entries, so a type such as decimal(18,2) was split at its comma: quote it, columns: { amount: "decimal(18,2)" }, or write the override in block style`
 }
 
 /**
