@@ -87,6 +87,19 @@ const parquetIds = async (out: string, manifest: Manifest): Promise<Array<string
 const tempFiles = (out: string) => filesUnder(out).filter((file) => /\.tmp-\d+-[0-9a-f]{12}$/.test(file))
 
 describe("chunked parallel: 2 in worker threads (CLI)", () => {
+  it("chunks all done before the worker is ready: no 'could not start' notice, the summary says what happened", async () => {
+    const config = configFile(`source: { type: postgres, url: "${testPgUrl()}" }
+exports:
+  - { name: quick, query: "select i as id from generate_series(1, 30) as i", mode: chunked, chunk_column: id, chunk_size: 10, parallel: 2, format: csv, destination: { type: local, path: out } }
+`)
+    const result = await runCli(["run", "-c", config])
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stderr).not.toMatch(/could not start|stopped: it exited/)
+    // Three 10-row chunks take milliseconds here; a worker thread needs far longer to load the CLI and connect.
+    expect(result.stderr).toMatch(/chunks ran in this thread \(3\): they were done before a worker thread was ready|chunks ran in 1 worker thread \(\d\) and in this thread \(\d\)/)
+    expect(readManifest(path.join(path.dirname(config), "out")).row_count).toBe(30)
+  })
+
   it("exports every row once into parts named as in one thread, with an exact manifest", async () => {
     const config = configFile(`source: { type: postgres, url: "${testPgUrl()}" }
 exports:

@@ -2,6 +2,7 @@ import { Worker } from "node:worker_threads"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -207,11 +208,16 @@ export const startLanes = (
     const here = inProcessRunner(ctx)
     const idle = yield* Queue.bounded<Lane | "here">(count)
     yield* Queue.offer(idle, "here")
+    let joined = 0
     for (let i = 1; i < count; i++) {
+      // The lane lives in a scope of its own, made before the starter fiber: closing the export's scope then
+      // interrupts a starter still waiting for its thread first, and only after that ends the thread — not the other
+      // way round, which the starter would report as a thread that could not start.
+      const laneScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       yield* Effect.forkScoped(
         startLane(ctx, url, init).pipe(
-          Scope.extend(scope),
-          Effect.flatMap((lane) => Queue.offer(idle, lane)),
+          Scope.extend(laneScope),
+          Effect.flatMap((lane) => Effect.zipRight(Effect.sync(() => joined++), Queue.offer(idle, lane))),
           Effect.catchAll((error) =>
             ctx.reporter.notice(
               ctx.spec.name,
@@ -227,7 +233,9 @@ export const startLanes = (
       Exit.isSuccess(exit)
         ? ctx.reporter.notice(
             ctx.spec.name,
-            `chunks ran in ${count - 1} worker thread${count === 2 ? "" : "s"} (${ran.workers}) and in this thread (${ran.here})`
+            joined === 0
+              ? `chunks ran in this thread (${ran.here}): they were done before a worker thread was ready`
+              : `chunks ran in ${joined} worker thread${joined === 1 ? "" : "s"} (${ran.workers}) and in this thread (${ran.here})`
           )
         : Effect.void
     )
