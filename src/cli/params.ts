@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import { ConfigError } from "../runtime/errors.js"
 import { ExitCode, printErrors } from "./exit.js"
+import { event } from "./progress.js"
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
@@ -74,12 +75,9 @@ export const useParams = (params: ReadonlyArray<string>, configFile: string, opt
   })
 
 export const printWarnings = (warnings: ReadonlyArray<string>, options: { readonly json?: boolean } = {}) =>
-  Effect.sync(() => {
-    for (const message of warnings) {
-      process.stderr.write(
-        options.json
-          ? `${JSON.stringify({ event: "warning", time: new Date().toISOString(), message })}\n`
-          : `rivet: warning: ${message}\n`
-      )
-    }
-  })
+  Effect.forEach(
+    warnings,
+    (message) =>
+      options.json ? event("warning", { message }) : Effect.sync(() => void process.stderr.write(`rivet: warning: ${message}\n`)),
+    { discard: true }
+  )

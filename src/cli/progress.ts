@@ -40,7 +40,8 @@ export const plainProgress: Layer.Layer<ProgressReporter> = Layer.succeed(Progre
 
 export const cliProgress = (): Layer.Layer<ProgressReporter> => (process.stderr.isTTY ? ttyProgress : plainProgress)
 
-const event = (name: string, fields: Record<string, unknown>) =>
+/** One `--json` event line on stderr. */
+export const event = (name: string, fields: Record<string, unknown>) =>
   write(`${JSON.stringify({ event: name, time: new Date().toISOString(), ...fields })}\n`)
 
 /**
