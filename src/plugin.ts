@@ -4,15 +4,33 @@
  * it loads neither the runtime nor any built-in plugin.
  */
 export {
+  batchByteLength,
+  batchFromColumns,
   batchToRows,
+  columnValues,
   formatLogicalType,
+  InvalidValue,
   makeBatch,
+  valueAt,
   type Batch,
   type BatchSchema,
   type Column,
+  type ColumnData,
   type LogicalType,
   type Value
 } from "./runtime/batch.js"
+export type {
+  BinaryData,
+  BoolData,
+  FixedData,
+  Float32Data,
+  Float64Data,
+  Int16Data,
+  Int32Data,
+  Int64Data,
+  Layout,
+  ListData
+} from "./runtime/columns/data.js"
 export {
   ConfigError,
   FormatError,

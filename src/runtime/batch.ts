@@ -1,7 +1,13 @@
+import { type ColumnData, dataByteLength } from "./columns/data.js"
+import { InvalidValue, valueAppender, valueAt } from "./columns/values.js"
+
+export type { ColumnData } from "./columns/data.js"
+export { columnValues, InvalidValue, valueAt } from "./columns/values.js"
+
 /**
  * The unit flowing through a pipeline: a columnar batch of rows with its schema.
  *
- * Values are lossless, one representation per logical type:
+ * At the edge (row objects, `makeBatch`), values are lossless, one representation per logical type:
  *
  * | logical type   | value                                                        |
  * |----------------|--------------------------------------------------------------|
@@ -65,11 +71,15 @@ export interface BatchSchema {
   readonly columns: ReadonlyArray<Column>
 }
 
-/** A slice of rows, stored column by column. */
+/**
+ * A slice of rows, stored column by column in the Arrow memory layout (see `ColumnData`): typed arrays, UTF-8
+ * bytes plus offsets, validity bitmaps — no JS value per cell. `batchToRows` and `columnValues` give `Value`s at
+ * the edge; `makeBatch` builds a batch from `Value`s.
+ */
 export interface Batch {
   readonly schema: BatchSchema
-  /** One array per column, each `rowCount` long, in `schema.columns` order. */
-  readonly columns: ReadonlyArray<ReadonlyArray<Value>>
+  /** One column per schema column, in `schema.columns` order, each `rowCount` long. */
+  readonly columns: ReadonlyArray<ColumnData>
   readonly rowCount: number
 }
 
@@ -85,22 +95,53 @@ export const formatLogicalType = (type: LogicalType): string => {
   }
 }
 
-/** A batch from one value array per column (in `schema.columns` order); `rowCount` is the first column's length. */
-export const makeBatch = (schema: BatchSchema, columns: ReadonlyArray<ReadonlyArray<Value>>): Batch => ({
+/** A batch from column data (in `schema.columns` order); `rowCount` is the first column's length. */
+export const batchFromColumns = (schema: BatchSchema, columns: ReadonlyArray<ColumnData>): Batch => ({
   schema,
   columns,
   rowCount: columns[0]?.length ?? 0
 })
 
-/** Rows of a batch as objects keyed by column name (tests, examples, in-memory sinks). */
+/**
+ * A batch from one array of `Value`s per column (in `schema.columns` order), each in the representation of its
+ * column's logical type. Throws an Error naming the column and row when a value does not fit.
+ */
+export const makeBatch = (schema: BatchSchema, columns: ReadonlyArray<ReadonlyArray<Value>>): Batch => {
+  const rowCount = columns[0]?.length ?? 0
+  const data = schema.columns.map((column, c) => {
+    const values = columns[c] ?? []
+    if (values.length !== rowCount) {
+      throw new InvalidValue(`column "${column.name}" has ${values.length} values, but the first column has ${rowCount}`)
+    }
+    const appender = valueAppender(column.type, Math.max(1, rowCount))
+    for (let row = 0; row < rowCount; row++) {
+      try {
+        appender.append(values[row] ?? null)
+      } catch (cause) {
+        const reason = cause instanceof Error ? cause.message : String(cause)
+        throw new InvalidValue(`column "${column.name}" (${formatLogicalType(column.type)}), row ${row + 1}: ${reason}`)
+      }
+    }
+    return appender.finish()
+  })
+  return { schema, columns: data, rowCount }
+}
+
+/** Rows of a batch as objects keyed by column name (tests, examples, in-memory sinks, row transforms). */
 export const batchToRows = (batch: Batch): Array<Record<string, Value>> => {
   const rows: Array<Record<string, Value>> = []
+  const columns = batch.schema.columns
   for (let r = 0; r < batch.rowCount; r++) {
     const row: Record<string, Value> = {}
-    batch.schema.columns.forEach((column, c) => {
-      row[column.name] = batch.columns[c]![r]!
-    })
+    for (let c = 0; c < columns.length; c++) row[columns[c]!.name] = valueAt(batch.columns[c]!, columns[c]!.type, r)
     rows.push(row)
   }
   return rows
+}
+
+/** Bytes held by a batch's buffers. */
+export const batchByteLength = (batch: Batch): number => {
+  let bytes = 0
+  for (const column of batch.columns) bytes += dataByteLength(column)
+  return bytes
 }

@@ -42,6 +42,7 @@ import type {
   SourceResult,
   StoredObject,
   UploadHandle,
+  ColumnData,
   Value
 } from "../../src/index.js"
 import {
@@ -164,9 +165,10 @@ describe("public API types", () => {
     }>()
     expectTypeOf<Batch>().toEqualTypeOf<{
       readonly schema: BatchSchema
-      readonly columns: ReadonlyArray<ReadonlyArray<Value>>
+      readonly columns: ReadonlyArray<ColumnData>
       readonly rowCount: number
     }>()
+    expectTypeOf<ReturnType<typeof pluginEntry.batchToRows>>().toEqualTypeOf<Array<Record<string, Value>>>()
   })
 
   it("running exports: Promise and Effect entry points, options, results", () => {
@@ -229,6 +231,7 @@ describe("public API values", () => {
       "FormatDriver",
       "FormatError",
       "IntegrityError",
+      "InvalidValue",
       "PLUGIN_API_VERSION",
       "PluginError",
       "SchemaDriftError",
@@ -237,13 +240,17 @@ describe("public API values", () => {
       "SourceDriver",
       "SourceError",
       "StateError",
+      "batchByteLength",
+      "batchFromColumns",
       "batchToRows",
+      "columnValues",
       "defineFormat",
       "defineSink",
       "defineSource",
       "formatLogicalType",
       "invalidKeyReason",
-      "makeBatch"
+      "makeBatch",
+      "valueAt"
     ])
   })
 

@@ -4,7 +4,7 @@ import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { afterAll, describe, expect, it } from "vitest"
-import { batchToRows, ConfigError, makeBatch, mapRows, PluginError, runExports, type BatchTransform } from "../../src/index.js"
+import { batchToRows, columnValues, ConfigError, makeBatch, mapRows, PluginError, runExports, type BatchTransform } from "../../src/index.js"
 import { memorySink, memorySource } from "../../src/testing/index.js"
 
 const schema = {
@@ -53,7 +53,10 @@ describe("transforms (RunExportsOptions.transforms)", () => {
       batches: batches.pipe(
         Stream.mapEffect((batch) =>
           Effect.sync(() =>
-            makeBatch(input, [batch.columns[0]!, batch.columns[1]!.map((value) => String(value).toUpperCase())])
+            makeBatch(input, [
+              columnValues(batch.columns[0]!, input.columns[0]!.type),
+              columnValues(batch.columns[1]!, input.columns[1]!.type).map((value) => String(value).toUpperCase())
+            ])
           )
         )
       )

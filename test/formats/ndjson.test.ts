@@ -150,11 +150,13 @@ describe("ndjson format", () => {
   it.effect("fails with a FormatError naming the column when a value has the wrong representation", () =>
     Effect.gen(function* () {
       const schema: BatchSchema = { columns: [{ name: "at", type: { kind: "timestamp" } }] }
+      expect(() => makeBatch(schema, [[0n, new Uint8Array([1])]])).toThrow(
+        'column "at" (timestamp), row 2: expected a bigint, got bytes'
+      )
+      const other: BatchSchema = { columns: [{ name: "n", type: { kind: "int32" } }, { name: "m", type: { kind: "int32" } }] }
       const encoder = yield* (yield* driver()).open(schema)
-      const error = yield* Effect.flip(encoder.write(makeBatch(schema, [[0n, new Uint8Array([1])]])))
-      expect(error.message).toContain('row 2 of a batch, column "at" (timestamp): expected a bigint, got bytes')
-      const short = yield* Effect.flip(encoder.write({ schema, columns: [[1n]], rowCount: 2 }))
-      expect(short.message).toContain("row 2 of a batch, column \"at\" (timestamp): expected a bigint, got no value")
+      const wrongWidth = yield* Effect.flip(encoder.write(makeBatch(other, [[1], [2]])))
+      expect(wrongWidth.message).toContain("2 columns")
     })
   )
 })

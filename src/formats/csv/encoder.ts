@@ -1,6 +1,6 @@
 import { stringify } from "csv-stringify/sync"
 import * as Effect from "effect/Effect"
-import { type Batch, type BatchSchema, type LogicalType, type Value } from "../../runtime/batch.js"
+import { type Batch, type BatchSchema, type LogicalType, valueAt } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
 import { type LineWriter, makeLineWriter } from "../text/lines.js"
@@ -65,6 +65,7 @@ const encodeRows = (
   out: LineWriter
 ): RenderFailure | undefined => {
   const columns = batch.columns
+  const types = batch.schema.columns.map((column) => column.type)
   const width = fields.length
   let r = 0
   let c = 0
@@ -72,7 +73,7 @@ const encodeRows = (
     for (r = 0; r < batch.rowCount; r++) {
       let line = ""
       for (c = 0; c < width; c++) {
-        const value = columns[c]![r] as Value
+        const value = valueAt(columns[c]!, types[c]!, r)
         if (c > 0) line += ","
         if (value !== null) line += fields[c]!(value)
       }

@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import { type Batch, type BatchSchema, type Value } from "../../runtime/batch.js"
+import { type Batch, type BatchSchema, valueAt } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
 import { type LineWriter, makeLineWriter } from "../text/lines.js"
@@ -44,6 +44,7 @@ const encodeRows = (
   out: LineWriter
 ): RenderFailure | undefined => {
   const columns = batch.columns
+  const types = batch.schema.columns.map((column) => column.type)
   const width = values.length
   const rowEnd = width === 0 ? "{}\n" : "}\n"
   let r = 0
@@ -52,7 +53,7 @@ const encodeRows = (
     for (r = 0; r < batch.rowCount; r++) {
       let line = ""
       for (c = 0; c < width; c++) {
-        const value = columns[c]![r] as Value
+        const value = valueAt(columns[c]!, types[c]!, r)
         line += prefixes[c]! + (value === null ? "null" : values[c]!(value))
       }
       out.write(line + rowEnd)

@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import { ByteWriter, type ColumnSource, ParquetWriter } from "hyparquet-writer"
-import type { Batch, BatchSchema, LogicalType } from "../../runtime/batch.js"
+import { type Batch, type BatchSchema, columnValues, type LogicalType } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
 import { type AppendColumn, appendColumn, InvalidValue } from "./columns.js"
@@ -107,12 +107,13 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings):
 
   const append = (batch: Batch) => {
     let from = 0
+    const values = batch.columns.map((data, c) => columnValues(data, batch.schema.columns[c]!.type))
     while (from < batch.rowCount) {
       const to = Math.min(batch.rowCount, from + settings.rowGroupSize - pendingRows)
       for (let c = 0; c < columns.length; c++) {
         const column = columns[c]!
         try {
-          pendingBytes += column.append(batch.columns[c]!, from, to, pending[c]!)
+          pendingBytes += column.append(values[c]!, from, to, pending[c]!)
         } catch (error) {
           if (!(error instanceof InvalidValue)) throw error
           throw formatError(
@@ -132,7 +133,7 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings):
     if (batch.columns.length !== columns.length) {
       return formatError(`a batch has ${batch.columns.length} columns, but the part was opened with ${columns.length}`)
     }
-    const short = batch.columns.findIndex((values) => values.length !== batch.rowCount)
+    const short = batch.columns.findIndex((data) => data.length !== batch.rowCount)
     return short < 0
       ? undefined
       : formatError(`column "${columns[short]!.name}" of a batch does not have ${batch.rowCount} values`)

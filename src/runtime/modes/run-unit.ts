@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { Batch, BatchSchema } from "../batch.js"
+import { type Batch, type BatchSchema, valueAt } from "../batch.js"
 import { encodeParts } from "../encode-parts.js"
 import { type RivetError, SourceError } from "../errors.js"
 import { keyText } from "../key-text.js"
@@ -52,11 +52,12 @@ const makeTracker = (ctx: UnitContext, schema: BatchSchema, columns: ReadonlyArr
   const last: Array<string | undefined> = columns.map(() => undefined)
   const observe = (batch: Batch) => {
     indexes.forEach((index, i) => {
-      const values = batch.columns[index]!
-      for (let row = values.length - 1; row >= 0; row--) {
-        const value = values[row]!
+      const column = batch.columns[index]!
+      const type = schema.columns[index]!.type
+      for (let row = column.length - 1; row >= 0; row--) {
+        const value = valueAt(column, type, row)
         if (value === null) continue
-        last[i] = keyText(schema.columns[index]!.type, value)
+        last[i] = keyText(type, value)
         return
       }
     })

@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import type { Batch, BatchSchema } from "../batch.js"
+import { type Batch, type BatchSchema, valueAt } from "../batch.js"
 import type { QualityConfig } from "../config/model.js"
 import { IntegrityError } from "../errors.js"
 import { UniqueCounter } from "./unique.js"
@@ -57,9 +57,7 @@ export class QualityGates {
         this.missing.add(column)
         continue
       }
-      let nulls = 0
-      for (const value of batch.columns[index]!) if (value === null) nulls++
-      this.nulls.set(column, count + nulls)
+      this.nulls.set(column, count + batch.columns[index]!.nullCount)
     }
     for (const [column, counter] of this.unique) {
       const index = indexOf(column)
@@ -67,7 +65,9 @@ export class QualityGates {
         this.missing.add(column)
         continue
       }
-      for (const value of batch.columns[index]!) counter.add(value)
+      const data = batch.columns[index]!
+      const type = batch.schema.columns[index]!.type
+      for (let row = 0; row < data.length; row++) counter.add(valueAt(data, type, row))
     }
   }
 

@@ -4,7 +4,7 @@ import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import { DEFAULT_ROW_GROUP_BYTES } from "../../../src/formats/parquet/config.js"
 import parquet from "../../../src/formats/parquet/index.js"
-import { type BatchSchema, makeBatch, type Value } from "../../../src/runtime/batch.js"
+import { batchFromColumns, type BatchSchema, makeBatch, type Value } from "../../../src/runtime/batch.js"
 import { FormatDriver } from "../../../src/runtime/plugin.js"
 import { allTypesRows, allTypesSchema, encodeAll, rowObjects } from "./fixtures.js"
 import { concat, metadataOf, readRows } from "./read-back.js"
@@ -212,21 +212,26 @@ describe("parquet encoder", () => {
       })
     )
 
-    it.effect("a value of the wrong kind is a FormatError, never a defect", () =>
+    it("a value of the wrong kind is refused when the batch is built, naming the column and the row", () => {
+      const cases: Array<[BatchSchema, Value]> = [
+        [{ columns: [{ name: "n", type: { kind: "int64" } }] }, 5],
+        [{ columns: [{ name: "n", type: { kind: "int16" } }] }, 40_000],
+        [{ columns: [{ name: "u", type: { kind: "uuid" } }] }, "not-a-uuid"],
+        [{ columns: [{ name: "l", type: { kind: "list", element: { kind: "int32" } } }] }, [1, "x"]]
+      ]
+      for (const [schema, value] of cases) {
+        expect(() => makeBatch(schema, [[null, value]])).toThrow(`column "${schema.columns[0]!.name}" (`)
+        expect(() => makeBatch(schema, [[null, value]])).toThrow("row 2:")
+      }
+    })
+
+    it.effect("decimal text that is not a number is a FormatError naming the row of the part, never a defect", () =>
       Effect.gen(function* () {
         const driver = yield* driverWith({})
-        const cases: Array<[BatchSchema, Value]> = [
-          [{ columns: [{ name: "n", type: { kind: "int64" } }] }, 5],
-          [{ columns: [{ name: "n", type: { kind: "int16" } }] }, 40_000],
-          [{ columns: [{ name: "u", type: { kind: "uuid" } }] }, "not-a-uuid"],
-          [{ columns: [{ name: "d", type: { kind: "decimal", precision: 10, scale: 2 } }] }, "NaN"],
-          [{ columns: [{ name: "l", type: { kind: "list", element: { kind: "int32" } } }] }, [1, "x"]]
-        ]
-        for (const [schema, value] of cases) {
-          const encoder = yield* driver.open(schema)
-          const error = yield* Effect.flip(encoder.write(makeBatch(schema, [[null, value]])))
-          expect(error.message).toContain(`column "${schema.columns[0]!.name}", row 2 of the part`)
-        }
+        const schema: BatchSchema = { columns: [{ name: "d", type: { kind: "decimal", precision: 10, scale: 2 } }] }
+        const encoder = yield* driver.open(schema)
+        const error = yield* Effect.flip(encoder.write(makeBatch(schema, [[null, "NaN"]])))
+        expect(error.message).toContain(`column "d", row 2 of the part`)
       })
     )
 
@@ -234,7 +239,8 @@ describe("parquet encoder", () => {
       Effect.gen(function* () {
         const driver = yield* driverWith({})
         const encoder = yield* driver.open(decimalSchema)
-        const twoColumns = makeBatch(decimalSchema, [["1.00"], ["2.00"]])
+        const one = makeBatch(decimalSchema, [["1.00"]]).columns[0]!
+        const twoColumns = batchFromColumns(decimalSchema, [one, one])
         expect((yield* Effect.flip(encoder.write(twoColumns))).message).toContain("has 2 columns")
         yield* encoder.finish
         const late = yield* Effect.flip(encoder.write(makeBatch(decimalSchema, [["1.00"]])))
