@@ -6,6 +6,7 @@ import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as Chunk from "effect/Chunk"
 import type postgres from "postgres"
+import { columnValues } from "../../../src/runtime/batch.js"
 import { SourceError } from "../../../src/runtime/errors.js"
 import { SourceDriver } from "../../../src/runtime/plugin.js"
 import { testPgUrl } from "../../support/pg.js"
@@ -94,7 +95,7 @@ describe("postgres source: reading", () => {
     Effect.gen(function* () {
       const { schema, batches } = yield* readAll(query("select 1 as a, 'two' as a, 3::int8 as a"))
       expect(schema.columns.map((c) => c.name)).toEqual(["a", "a", "a"])
-      expect(batches[0]!.columns).toEqual([[1], ["two"], [3n]])
+      expect(batches[0]!.columns.map((column, i) => columnValues(column, schema.columns[i]!.type))).toEqual([[1], ["two"], [3n]])
     }).pipe(Effect.provide(testSource()))
   )
 
