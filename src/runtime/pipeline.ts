@@ -28,6 +28,7 @@ import { QualityGates } from "./quality/gates.js"
 import { FormatDriver, SinkDriver, SourceDriver } from "./plugin.js"
 import { type ExportProgress, ProgressReporter } from "./progress.js"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, withRetry } from "./retry.js"
+import { cleanUpRunUploads, UploadLedger } from "./upload-cleanup.js"
 
 export { resolveSql } from "./modes/context.js"
 
@@ -152,6 +153,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   const drift = yield* makeDriftCheck(spec, state, reporter)
   const gates = spec.quality ? new QualityGates(spec.name, spec.quality) : undefined
   yield* Effect.addFinalizer(() => Effect.sync(() => gates?.close()))
+  const uploads = new UploadLedger()
   const ctx: ExportContext = {
     spec,
     source: yield* SourceDriver,
@@ -164,6 +166,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     now,
     gates,
     checkSchema: drift.check,
+    uploads,
     chunkRunner: (lanes) => chunkRunnerFor(ctx, options.lanes)(lanes)
   }
   if (ctx.sink.sweep) {
@@ -247,7 +250,9 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
             .pipe(Effect.ignore)
     )
   )
-  const { outcome, manifest, untracked, status } = yield* publish
+  const { outcome, manifest, untracked, status } = yield* publish.pipe(
+    Effect.ensuring(cleanUpRunUploads(ctx.sink, uploads, ctx.retry, reporter, spec.name))
+  )
   const total = totals(outcome.parts)
   return {
     exportName: spec.name,
