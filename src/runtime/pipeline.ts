@@ -136,7 +136,8 @@ const manifestOf = (
  * Runs one export: the mode's units (one query, chunks or pages) → format → sink parts → `manifest.json` →
  * `_SUCCESS` → state (journal, committed parts, cursor). State advances only after `_SUCCESS` is written; a run
  * that fails or is interrupted leaves the cursor where it was and is journaled as such. Everything opened
- * (cursors, uploads) is released — uploads aborted — when a unit fails or is interrupted.
+ * (cursors, uploads) is released — uploads aborted — when a unit fails or is interrupted; whatever the outcome,
+ * uploads still pending under the run's keys (a lost begin response) are aborted when the export ends.
  */
 export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: ExportConfig, options: RunOptions) {
   const reporter = yield* ProgressReporter
