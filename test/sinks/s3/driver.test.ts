@@ -193,4 +193,23 @@ describe("S3 driver against an S3-protocol server", () => {
       yield* unrelated.abort
     })
   )
+
+  it.scoped("pendingUploads reads every page of a paginated listing (two uploads per page)", () =>
+    Effect.gen(function* () {
+      const paging = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const own = await startS3Server({ uploadsPageSize: 2 })
+          await own.createBucket(BUCKET)
+          return own
+        }),
+        (own) => Effect.promise(() => own.stop())
+      )
+      const s3 = yield* testDriver(paging, BUCKET, { extra: { prefix: "exports/daily", part_size: "5MiB" } })
+      for (const key of ["a.csv", "b.csv", "b.csv", "b.csv", "c.csv"]) yield* s3.begin(`paged/${key}`, "text/csv")
+      const listed = yield* s3.pendingUploads!.list("paged/")
+      expect(listed.map((upload) => upload.key)).toEqual(["paged/a.csv", "paged/b.csv", "paged/b.csv", "paged/b.csv", "paged/c.csv"])
+      expect(new Set(listed.map((upload) => upload.id)).size).toBe(5)
+      expect(paging.requests().filter((request) => request.operation === "ListMultipartUploads")).toHaveLength(3)
+    })
+  )
 })

@@ -66,6 +66,8 @@ export async function startS3Server(options?: {
   secretAccessKey?: string
   extraCredentials?: Array<{ accessKeyId: string; secretAccessKey: string }>
   faultSeed?: number
+  /** The most uploads one ListMultipartUploads page holds (S3: 1000), so that tests can make listings paginate. */
+  uploadsPageSize?: number
 }): Promise<S3TestServer> {
   const region = "us-east-1"
   const credentials = { accessKeyId: options?.accessKeyId ?? "AKIARIVETTESTKEY0001", secretAccessKey: options?.secretAccessKey ?? randomBytes(20).toString("base64") }
@@ -83,7 +85,7 @@ export async function startS3Server(options?: {
       }
     )
   const upstream = makeUpstream(upstreamPort)
-  const store = new MultipartStore(staging, upstream)
+  const store = new MultipartStore(staging, upstream, options?.uploadsPageSize)
   const faults = makeFaultTable(options?.faultSeed === undefined ? Math.random : seededRandom(options.faultSeed))
   const log: Array<LoggedRequest> = []
   const stalls = new Set<() => void>()
