@@ -158,7 +158,7 @@ describe("rivet run → s3: no orphan multipart uploads", () => {
           chunk_size: 30_000,
           parallel: 3,
           destination: s3Destination(server, BUCKET, { prefix, part_size: "5MiB" })
-        } as never
+        }
       ])
       // Every other round waits for all three uploads, the others signal as soon as the first one exists.
       const wanted = round % 2 === 0 ? 3 : 1
