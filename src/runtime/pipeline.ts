@@ -28,6 +28,7 @@ import { QualityGates } from "./quality/gates.js"
 import { FormatDriver, SinkDriver, SourceDriver } from "./plugin.js"
 import { type ExportProgress, ProgressReporter } from "./progress.js"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, withRetry } from "./retry.js"
+import { cleanUpRunUploads, UploadLedger } from "./upload-cleanup.js"
 
 export { resolveSql } from "./modes/context.js"
 
@@ -135,7 +136,8 @@ const manifestOf = (
  * Runs one export: the mode's units (one query, chunks or pages) → format → sink parts → `manifest.json` →
  * `_SUCCESS` → state (journal, committed parts, cursor). State advances only after `_SUCCESS` is written; a run
  * that fails or is interrupted leaves the cursor where it was and is journaled as such. Everything opened
- * (cursors, uploads) is released — uploads aborted — when a unit fails or is interrupted.
+ * (cursors, uploads) is released — uploads aborted — when a unit fails or is interrupted; whatever the outcome,
+ * uploads still pending under the run's keys (a lost begin response) are aborted when the export ends.
  */
 export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: ExportConfig, options: RunOptions) {
   const reporter = yield* ProgressReporter
@@ -152,6 +154,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   const drift = yield* makeDriftCheck(spec, state, reporter)
   const gates = spec.quality ? new QualityGates(spec.name, spec.quality) : undefined
   yield* Effect.addFinalizer(() => Effect.sync(() => gates?.close()))
+  const uploads = new UploadLedger()
   const ctx: ExportContext = {
     spec,
     source: yield* SourceDriver,
@@ -164,6 +167,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     now,
     gates,
     checkSchema: drift.check,
+    uploads,
     chunkRunner: (lanes) => chunkRunnerFor(ctx, options.lanes)(lanes)
   }
   if (ctx.sink.sweep) {
@@ -247,7 +251,9 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
             .pipe(Effect.ignore)
     )
   )
-  const { outcome, manifest, untracked, status } = yield* publish
+  const { outcome, manifest, untracked, status } = yield* publish.pipe(
+    Effect.ensuring(cleanUpRunUploads(ctx.sink, uploads, ctx.retry, reporter, spec.name))
+  )
   const total = totals(outcome.parts)
   return {
     exportName: spec.name,
