@@ -230,7 +230,7 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
         }
         const holder = toLease(current)
         const ours = text(current["token"]) === request.token
-        if (!ours && holder.expiresAt > nowText) return { _tag: "Held", holder } as const
+        if (!ours && holder.expiresAt > nowText && request.isGone?.(holder) !== true) return { _tag: "Held", holder } as const
         const changed = yield* tx.run(
           `UPDATE rivet_leases SET export_name = ?, token = ?, run_id = NULL, pid = ?, host = ?, acquired_at = ?,
              heartbeat_at = ?, expires_at = ? WHERE lease_key = ? AND token = ?`,

@@ -113,13 +113,18 @@ export interface LeaseRequest {
   readonly pid: number
   readonly host: string
   readonly ttlMs: number
+  /**
+   * A holder known to be gone although its lease has not expired yet (a process of this host that no longer
+   * exists): its lease is taken over at once.
+   */
+  readonly isGone?: ((holder: LeaseHolder) => boolean) | undefined
 }
 
 export type LeaseAcquisition =
   | {
       readonly _tag: "Acquired"
       readonly holder: LeaseHolder
-      /** The expired lease this acquisition replaced (its holder stopped renewing it). */
+      /** The lease this acquisition replaced: expired (its holder stopped renewing it) or its holder gone. */
       readonly takenOver?: LeaseHolder | undefined
     }
   | { readonly _tag: "Held"; readonly holder: LeaseHolder }
