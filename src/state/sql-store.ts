@@ -20,6 +20,7 @@ import type {
   CursorState,
   ExportSummary,
   LeaseAcquisition,
+  LeaseHolder,
   LeaseProof,
   LeaseRenewal,
   LeaseRequest,
@@ -390,11 +391,18 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
          FROM rivet_runs r) ranked
        WHERE newest = 1`
     )
-    const byName = new Map<string, { cursor?: CursorState; lastRun?: RunRecord }>()
+    const leases = yield* db.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = export_name`)
+    const byName = new Map<string, { cursor?: CursorState; lastRun?: RunRecord; lease?: LeaseHolder }>()
     for (const row of cursors) byName.set(text(row["export_name"]), { cursor: toCursor(row) })
     for (const row of lastRuns) {
       const name = text(row["export_name"])
       byName.set(name, { ...byName.get(name), lastRun: toRun(row) })
+    }
+    // A lease alone (a first run still under way) is not "state" until the run is journaled.
+    for (const row of leases) {
+      const name = text(row["export_name"])
+      const known = byName.get(name)
+      if (known) byName.set(name, { ...known, lease: toLease(row) })
     }
     return [...byName.keys()]
       .sort()

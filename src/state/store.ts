@@ -77,6 +77,8 @@ export interface ExportSummary {
   readonly exportName: string
   readonly cursor?: CursorState | undefined
   readonly lastRun?: RunRecord | undefined
+  /** The run holding the export's lease right now (or an expired lease nobody has taken over yet). */
+  readonly lease?: LeaseHolder | undefined
 }
 
 export interface SchemaBaseline {

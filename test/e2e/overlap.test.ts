@@ -176,6 +176,10 @@ describe("overlapping runs of one export (local)", () => {
       expect(refused.stderr).toContain(`export 'overlap_paused' is being run by run '${String(holder["run_id"])}' (pid ${a.child.pid} on ${os.hostname()}), started `)
       expect(refused.stderr).toMatch(/started \d+ s ago \(last heartbeat \d+ s ago\)/)
       expect(refused.stderr).toContain("--wait")
+      const shown = await runCli(["state", "show", "-c", config])
+      expect(shown.stdout).toContain(`overlap_paused is being run by run '${String(holder["run_id"])}' (pid ${a.child.pid} on ${os.hostname()}) since `)
+      const shownJson = JSON.parse((await runCli(["state", "show", "-c", config, "--json"])).stdout) as Array<{ lease: unknown }>
+      expect(shownJson[0]?.lease).toMatchObject({ run_id: holder["run_id"], pid: a.child.pid, host: os.hostname() })
 
       await insertRows(30_001, 31_000) // written while A is paused: A's snapshot does not have them
       const b = start(["run", "-c", config, "--wait", "60s"])
