@@ -247,6 +247,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     })
   })
 
+  let published = false
   const publishBody = Effect.gen(function* () {
     yield* reporter.started(progress)
     yield* Effect.forkScoped(
@@ -284,6 +285,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
       yield* verifyOwnManifest(ctx, journal.runId, manifestBytes)
       yield* retried(ctx.sink.put(SUCCESS_KEY, encodeSuccessMarker(manifestBytes), "text/plain"))
     }
+    published = true
     yield* ctx.state
       .finishRun(
         journal.runId,
@@ -311,7 +313,9 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   // A run whose lease was taken over stops where it is: its uploads are aborted, nothing more is published. Any
   // other failure of a run that has lost its lease (the new holder swept its temp files) is reported as that loss.
   const publish = Effect.raceFirst(publishBody, lease.lost).pipe(
-    Effect.catchAll((error) => Effect.flatMap(lease.lostNow, (lost) => Effect.fail(Option.getOrElse(lost, () => error)))),
+    Effect.catchAll((error) =>
+      published ? Effect.fail(error) : Effect.flatMap(lease.lostNow, (lost) => Effect.fail(Option.getOrElse(lost, () => error)))
+    ),
     Effect.onExit((exit) =>
       Exit.isSuccess(exit)
         ? Effect.void

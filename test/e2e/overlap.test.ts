@@ -17,7 +17,15 @@ import { idsOf, snapshot } from "./crash-support.js"
 // time publish: every row ends in exactly one file that a published manifest lists, and the cursor never goes back.
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
-const DELAY_PRELOAD = pathToFileURL(path.resolve(import.meta.dirname, "../fixtures/delay-success-preload.mjs")).href
+const HOLD_PRELOAD = pathToFileURL(path.resolve(import.meta.dirname, "../fixtures/hold-rename-preload.mjs")).href
+
+/** The environment that makes the CLI hold the rename of `name` (before or after it) for `ms`. */
+const holdEnv = (ms: number, name = "_SUCCESS", when: "before" | "after" = "before") => ({
+  NODE_OPTIONS: `--import=${HOLD_PRELOAD}`,
+  RIVET_TEST_HOLD_MS: String(ms),
+  RIVET_TEST_HOLD_NAME: name,
+  RIVET_TEST_HOLD_WHEN: when
+})
 const TABLE = "overlap_src"
 
 let sql: postgres.Sql
@@ -213,9 +221,9 @@ describe("overlapping runs of one export (local)", () => {
     await resetTable(20_000)
     const config = configWith("overlap_slow_success", "mode: incremental, cursor_column: id")
     const out = path.join(path.dirname(config), "out")
-    const b = start(["run", "-c", config], { NODE_OPTIONS: `--import=${DELAY_PRELOAD}`, RIVET_TEST_DELAY_SUCCESS_MS: "4000" })
+    const b = start(["run", "-c", config], holdEnv(4_000))
     try {
-      await waitFor(b, "its _SUCCESS", () => b.stderr().includes("delay-success-preload: holding _SUCCESS"))
+      await waitFor(b, "its _SUCCESS", () => b.stderr().includes("hold-rename-preload: holding _SUCCESS before"))
       await insertRows(20_001, 21_000)
       const a = await runCli(["run", "-c", config])
       expect(a.code, a.stderr).toBe(2)
@@ -299,12 +307,12 @@ describe("overlapping runs of one export (local)", () => {
     await resetTable(20_000)
     const config = configWith("overlap_locked_state", "mode: incremental, cursor_column: id")
     const stateFile = path.join(path.dirname(config), ".rivet_state.db")
-    const b = start(["run", "-c", config], { NODE_OPTIONS: `--import=${DELAY_PRELOAD}`, RIVET_TEST_DELAY_SUCCESS_MS: "300" })
+    const b = start(["run", "-c", config], holdEnv(300))
     let lock: Database.Database | undefined
     try {
       // Right before _SUCCESS: the next state write is the run's final one (finishRun). Held for 12 s, as in the
       // report this reproduces (the run used to publish, then exit 1 with the run recorded failed).
-      await waitFor(b, "its _SUCCESS", () => b.stderr().includes("delay-success-preload: holding _SUCCESS"))
+      await waitFor(b, "its _SUCCESS", () => b.stderr().includes("hold-rename-preload: holding _SUCCESS before"))
       lock = new Database(stateFile, { timeout: 10_000 })
       lock.exec("BEGIN EXCLUSIVE")
       await sleep(12_000)
@@ -320,6 +328,54 @@ describe("overlapping runs of one export (local)", () => {
       if (!b.done()) b.child.kill("SIGKILL")
     }
   }, 180_000)
+
+  it("a manifest.json replaced before _SUCCESS is noticed: no _SUCCESS over another run's manifest, exit 3", async () => {
+    await resetTable(5_000)
+    const config = configWith("overlap_foreign_manifest", "mode: incremental, cursor_column: id")
+    const out = path.join(path.dirname(config), "out")
+    const b = start(["run", "-c", config], holdEnv(1_500, "manifest.json", "after"))
+    try {
+      await waitFor(b, "its manifest", () => b.stderr().includes("hold-rename-preload: holding manifest.json after"))
+      const foreign = `${JSON.stringify({ manifest_version: 1, run_id: "someone_else", parts: [] }, null, 2)}\n`
+      fs.writeFileSync(path.join(out, "manifest.json"), foreign)
+      expect(await b.exited, b.stderr()).toBe(3)
+      expect(b.stderr()).toContain("manifest.json at ")
+      expect(b.stderr()).toContain("is no longer the one run 'overlap_foreign_manifest_")
+      expect(b.stderr()).toContain("(it now holds run 'someone_else'), so this run did not write _SUCCESS")
+      expect(fs.existsSync(path.join(out, "_SUCCESS"))).toBe(false)
+      expect(fs.readFileSync(path.join(out, "manifest.json"), "utf8")).toBe(foreign)
+      const state = stateOf(config)
+      expect(state.cursor).toBeUndefined() // not published: the cursor stays
+      expect(state.runs.map((run) => run.status)).toEqual(["failed"])
+    } finally {
+      if (!b.done()) b.child.kill("SIGKILL")
+    }
+  }, 120_000)
+
+  it("state that cannot be written after publishing: exit 2, saying the run is published and what the next run does", async () => {
+    await resetTable(5_000)
+    const config = configWith("overlap_state_gone", "mode: incremental, cursor_column: id")
+    const out = path.join(path.dirname(config), "out")
+    const b = start(["run", "-c", config], holdEnv(1_000))
+    try {
+      await waitFor(b, "its _SUCCESS", () => b.stderr().includes("hold-rename-preload: holding _SUCCESS before"))
+      // A state that is broken for good, not locked for a while: the run journal's table is gone.
+      const db = new Database(path.join(path.dirname(config), ".rivet_state.db"))
+      try {
+        db.exec("ALTER TABLE rivet_runs RENAME TO rivet_runs_moved")
+      } finally {
+        db.close()
+      }
+      expect(await b.exited, b.stderr()).toBe(2)
+      const stderr = b.stderr()
+      expect(stderr).toMatch(/run 'overlap_state_gone_[^']+' is published \(manifest\.json and _SUCCESS written at [^)]+\) but its state was not updated: /)
+      expect(stderr).toContain("the stored cursor stays at none (it exports every row), so the next run exports this run's rows again")
+      expect(stderr).not.toContain("lost the lease")
+      expect((await publishedAt(out)).ids).toHaveLength(5_000) // the publish itself stands
+    } finally {
+      if (!b.done()) b.child.kill("SIGKILL")
+    }
+  }, 120_000)
 })
 
 describe("overlapping runs of one export (S3)", () => {
