@@ -378,6 +378,49 @@ describe("overlapping runs of one export (local)", () => {
   }, 120_000)
 })
 
+describe("overlapping runs of one export with the state in PostgreSQL (RIVET_STATE_URL)", () => {
+  it("the lease lives in the shared state: a second run refuses naming the paused holder; after it, one more run continues", async () => {
+    await resetTable(30_000)
+    const schema = `rivet_overlap_${process.pid}`
+    await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`)
+    const env = { RIVET_STATE_URL: `${testPgUrl()}${testPgUrl().includes("?") ? "&" : "?"}search_path=${schema}` }
+    const config = configWith("overlap_pg_state", "mode: incremental, cursor_column: id")
+    const out = path.join(path.dirname(config), "out")
+    const a = start(["run", "-c", config], env)
+    try {
+      await pauseAfterFirstPart(a, out)
+      const [lease] = await sql.unsafe(`SELECT run_id, pid, host FROM ${schema}.rivet_leases`)
+      expect(lease).toMatchObject({ pid: a.child.pid, host: os.hostname() })
+      const refused = await runCli(["run", "-c", config], { env })
+      expect(refused.code, refused.stderr).toBe(2)
+      expect(refused.stderr).toContain(`export 'overlap_pg_state' is being run by run '${String(lease!["run_id"])}' (pid ${a.child.pid} on ${os.hostname()})`)
+      await insertRows(30_001, 30_500)
+      a.child.kill("SIGCONT")
+      expect(await a.exited, a.stderr()).toBe(0)
+      const first = await publishedAt(out)
+      const again = await runCli(["run", "-c", config], { env })
+      expect(again.code, again.stderr).toBe(0)
+      const second = await publishedAt(out)
+      expectEachRowOnce([first, second], 30_500)
+      const [cursor] = await sql.unsafe(`SELECT value FROM ${schema}.rivet_cursors`)
+      expect(cursor?.["value"]).toBe("30500")
+      expect(await sql.unsafe(`SELECT * FROM ${schema}.rivet_leases`)).toHaveLength(0)
+    } finally {
+      a.child.kill("SIGCONT")
+      if (!a.done()) a.child.kill("SIGKILL")
+      await sql.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    }
+  }, 180_000)
+
+  it("--wait with something that is not a duration is a usage error naming the option", async () => {
+    const config = configWith("overlap_bad_wait", "mode: full")
+    const result = await runCli(["run", "-c", config, "--wait", "soon"])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("--wait")
+    expect(result.stderr).toContain('invalid duration "soon"')
+  })
+})
+
 describe("overlapping runs of one export (S3)", () => {
   let server: S3TestServer
   beforeAll(async () => {
