@@ -156,12 +156,10 @@ export const acquireLease = (
         : Effect.sync(() => {
             expiresAt = Date.parse(renewal.holder.expiresAt)
           })
-    const renew = Effect.flatMap(
-      Effect.suspend(() => state.renewLease(proof, settings.ttlMs, runId)),
-      renewed
-    )
+    const renewal = Effect.suspend(() => state.renewLease(proof, settings.ttlMs, runId))
+    const renew = Effect.flatMap(renewal, renewed)
     // A renewal that fails for a while (the store already retried it) is only fatal once the lease has expired.
-    const beat = Effect.suspend(() => state.renewLease(proof, settings.ttlMs, runId)).pipe(
+    const beat = renewal.pipe(
       Effect.matchEffect({
         onSuccess: renewed,
         onFailure: (error) =>
@@ -184,9 +182,9 @@ export const acquireLease = (
         }),
       confirm: renew,
       lost: Deferred.await(lostSignal),
-      lostNow: Effect.suspend(() => state.renewLease(proof, settings.ttlMs, runId)).pipe(
-        Effect.map((renewal) => (renewal._tag === "Lost" ? Option.some(tookOver(renewal.holder)) : Option.none())),
+      lostNow: renewal.pipe(
+        Effect.map((now) => (now._tag === "Lost" ? Option.some(tookOver(now.holder)) : Option.none())),
         Effect.orElseSucceed(() => Option.none())
       )
     } satisfies HeldLease
-  })
+  }).pipe(Effect.withSpan("Lease.acquire", { attributes: { export: ctx.exportName } }))

@@ -2,10 +2,9 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import { StateStore } from "../state/store.js"
-import type { ExportConfig } from "./config/model.js"
 import * as Stream from "effect/Stream"
-import type { CursorState } from "../state/store.js"
+import { type CursorState, StateStore } from "../state/store.js"
+import type { ExportConfig } from "./config/model.js"
 import { describeCause, IntegrityError, type RivetError, type SinkError, StateError } from "./errors.js"
 import { acquireLease, DEFAULT_LEASE_TTL_MS, type LeaseSettings } from "./lease.js"
 import {
@@ -247,8 +246,8 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     })
   })
 
-  let published = false
-  const publishBody = Effect.gen(function* () {
+  /** Everything up to `_SUCCESS`: run only while the lease is held (raced against its loss below). */
+  const produce = Effect.gen(function* () {
     yield* reporter.started(progress)
     yield* Effect.forkScoped(
       Effect.forever(Effect.zipRight(Effect.sleep(reporter.intervalMs), Effect.suspend(() => reporter.tick(progress))))
@@ -257,7 +256,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     const total = totals(outcome.parts)
     if (spec.skipEmpty && total.rows === 0) {
       yield* ctx.state.finishRun(journal.runId, { status: "skipped", finishedAt: now().toISOString(), ...total })
-      return { outcome, manifest: undefined, untracked: [], status: "skipped" as const }
+      return { outcome, total, manifest: undefined, untracked: [], status: "skipped" as const }
     }
     yield* drift.check(outcome.schema)
     if (gates) {
@@ -285,37 +284,47 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
       yield* verifyOwnManifest(ctx, journal.runId, manifestBytes)
       yield* retried(ctx.sink.put(SUCCESS_KEY, encodeSuccessMarker(manifestBytes), "text/plain"))
     }
-    published = true
-    yield* ctx.state
-      .finishRun(
-        journal.runId,
-        { status: "success", finishedAt: now().toISOString(), ...total },
-        {
-          parts: outcome.unrecorded,
-          cursor: outcome.cursor,
-          cursorFrom: outcome.cursor ? cursorFrom : undefined,
-          lease: lease.proof
-        }
-      )
-      .pipe(
-        Effect.mapError(
-          (error) =>
-            new StateError({
-              message: `export '${spec.name}': run '${journal.runId}' is published (${manifest ? `${MANIFEST_KEY} and ${SUCCESS_KEY} written at ${ctx.sink.uri()}` : `its ${total.parts} file(s) written`}) but its state was not updated: ${error.message}`,
-              hint: `${nextRunAfterUnrecorded(spec, prepared, cursorFrom)}. ${error.hint ?? ""}`.trim(),
-              retryable: true
-            })
-        )
-      )
-    yield* drift.baselineAfterSuccess
-    return { outcome, manifest, untracked, status: "success" as const }
+    return { outcome, total, manifest, untracked, status: "success" as const }
   })
+
+  /** The published run's state: its outcome, parts and cursor (compare-and-set), written under its lease. */
+  const record = (produced: Effect.Effect.Success<typeof produce>) =>
+    Effect.gen(function* () {
+      const { outcome, total, manifest, status } = produced
+      if (status === "skipped") return produced
+      const published = manifest
+        ? `${MANIFEST_KEY} and ${SUCCESS_KEY} written at ${ctx.sink.uri()}`
+        : `its ${total.parts} file(s) written`
+      yield* ctx.state
+        .finishRun(
+          journal.runId,
+          { status: "success", finishedAt: now().toISOString(), ...total },
+          {
+            parts: outcome.unrecorded,
+            cursor: outcome.cursor,
+            cursorFrom: outcome.cursor ? cursorFrom : undefined,
+            lease: lease.proof
+          }
+        )
+        .pipe(
+          Effect.mapError(
+            (error) =>
+              new StateError({
+                message: `export '${spec.name}': run '${journal.runId}' is published (${published}) but its state was not updated: ${error.message}`,
+                hint: `${nextRunAfterUnrecorded(spec, prepared, cursorFrom)}. ${error.hint ?? ""}`.trim(),
+                retryable: true
+              })
+          )
+        )
+      yield* drift.baselineAfterSuccess
+      return produced
+    })
+
   // A run whose lease was taken over stops where it is: its uploads are aborted, nothing more is published. Any
   // other failure of a run that has lost its lease (the new holder swept its temp files) is reported as that loss.
-  const publish = Effect.raceFirst(publishBody, lease.lost).pipe(
-    Effect.catchAll((error) =>
-      published ? Effect.fail(error) : Effect.flatMap(lease.lostNow, (lost) => Effect.fail(Option.getOrElse(lost, () => error)))
-    ),
+  const publish = Effect.raceFirst(produce, lease.lost).pipe(
+    Effect.catchAll((error) => Effect.flatMap(lease.lostNow, (lost) => Effect.fail(Option.getOrElse(lost, () => error)))),
+    Effect.flatMap(record),
     Effect.onExit((exit) =>
       Exit.isSuccess(exit)
         ? Effect.void
