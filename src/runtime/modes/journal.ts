@@ -28,7 +28,11 @@ export const openJournal = Effect.fn("Pipeline.openJournal")(function* (
     const run = unfinished.value
     if (!resume) {
       return yield* new StateError({
-        message: `export '${spec.name}': checkpointed run '${run.runId}' did not finish (${run.status}${run.error ? `: ${run.error}` : ""})`,
+        // The export's lease is held by this run, so no process is still running the unfinished one.
+        message:
+          run.status === "running"
+            ? `export '${spec.name}': checkpointed run '${run.runId}' did not finish: its process stopped without recording an outcome (killed or crashed; no run holds the export's lease any more)`
+            : `export '${spec.name}': checkpointed run '${run.runId}' did not finish (${run.status}${run.error ? `: ${run.error}` : ""})`,
         hint: `continue it with \`rivet run -c <config> --resume\`, ${resetHint(spec.name)}`
       })
     }
