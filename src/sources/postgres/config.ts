@@ -1,4 +1,5 @@
 import * as Schema from "effect/Schema"
+import { identifierLengthProblem } from "../../runtime/config/model.js"
 
 const EmbeddedConfig = Schema.Struct({
   data_dir: Schema.optional(
@@ -53,7 +54,7 @@ export const PostgresConfig = Schema.Struct({
   schema: Schema.optionalWith(
     Schema.NonEmptyString.annotations({
       description: "Schema that unqualified table names (and `table:` shortcuts) resolve to first."
-    }),
+    }).pipe(Schema.filter((name) => identifierLengthProblem("schema name", name) ?? true)),
     { default: () => "public" }
   ),
   statement_timeout_s: Seconds("Server-side statement timeout in seconds for each export query (0 = none).", 300),
