@@ -1,5 +1,7 @@
 import * as Schema from "effect/Schema"
+import * as Redacted from "effect/Redacted"
 import { identifierLengthProblem } from "../../runtime/config/model.js"
+import { urlProblem } from "./url.js"
 
 const EmbeddedConfig = Schema.Struct({
   data_dir: Schema.optional(
@@ -41,9 +43,17 @@ export const PostgresConfig = Schema.Struct({
     // The default message would quote a non-string value (`actual [...]`), which may hold the password.
     Schema.Redacted(
       Schema.String.annotations({ message: () => "expected a string: the connection URL (value not shown)" })
-    ).annotations({
-      description: "Connection URL, `postgres://user:password@host:5432/database`. Prefer `url_env` for secrets."
-    })
+    )
+      .pipe(
+        Schema.filter((url) => {
+          const found = urlProblem(Redacted.value(url))
+          return found === undefined ? true : `${found.message}; ${found.hint}`
+        })
+      )
+      .annotations({
+        description:
+          "Connection URL, `postgres://user:password@host:5432/database`; percent-encode `#`, `?`, `/`, `@` and `%` in the user name and password. Prefer `url_env` for secrets."
+      })
   ),
   url_env: Schema.optional(
     Schema.NonEmptyString.annotations({
