@@ -5,7 +5,7 @@ import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
 import postgres from "postgres"
 import { describeCause, StateError } from "../runtime/errors.js"
-import { hasPostgresScheme, makeScrubber, maskUrl } from "../sources/postgres/url.js"
+import { connectionTarget, displayAddress, isUrlProblem, makeScrubber, parsePostgresUrl } from "../sources/postgres/url.js"
 import { migrate } from "./migrations.js"
 import { retryingBackend } from "./retrying.js"
 import type { SqlExecutor, SqlRow } from "./sql.js"
@@ -64,13 +64,12 @@ export const postgresStateLayer = (url: string): Layer.Layer<StateStore, StateEr
   Layer.scoped(
     StateStore,
     Effect.gen(function* () {
-      const location = hasPostgresScheme(url) ? maskUrl(url) : "(invalid PostgreSQL URL)"
-      if (!hasPostgresScheme(url)) {
-        return yield* new StateError({
-          message: "the state URL must start with postgres:// or postgresql://",
-          hint: "use a URL such as postgres://user:password@host:5432/database"
-        })
+      const address = parsePostgresUrl(url)
+      if (isUrlProblem(address)) {
+        return yield* new StateError({ message: `the state URL (RIVET_STATE_URL): ${address.message}`, hint: address.hint })
       }
+      const location = displayAddress(address)
+      const target = connectionTarget(address)
       const scrub = makeScrubber(url)
       const toStateError = (cause: unknown) =>
         new StateError({
@@ -82,7 +81,8 @@ export const postgresStateLayer = (url: string): Layer.Layer<StateStore, StateEr
       const sql = yield* Effect.acquireRelease(
         Effect.try({
           try: () =>
-            postgres(url, {
+            postgres(target.settingsUrl, {
+              ...target.options,
               max: 2,
               connect_timeout: CONNECT_TIMEOUT_S,
               fetch_types: false,

@@ -12,6 +12,7 @@ import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { printStatements } from "../plan-render.js"
 import { paramOption, useParams } from "../params.js"
 import { cliProgress, jsonProgress } from "../progress.js"
+import { reportInterrupted, trackRunning } from "../signals.js"
 import { validateAfterRun } from "../validate-after-run.js"
 
 export const configOption = Options.file("config", { exists: "either" }).pipe(
@@ -50,7 +51,7 @@ const validateOption = Options.boolean("validate").pipe(
 
 const jsonOption = Options.boolean("json").pipe(
   Options.withDescription(
-    "Machine-readable events on stderr, one JSON object per line (run_started, progress, part_committed, warning, export_finished, error) instead of the progress line and summaries."
+    "Machine-readable events on stderr, one JSON object per line (run_started, progress, part_committed, warning, export_finished, error, interrupted) instead of the progress line and summaries."
   )
 )
 
@@ -92,8 +93,12 @@ export const runCommand = Command.make(
         yield* printErrors([new ConfigError({ path: "--wait", message: durationProblem(Option.getOrThrow(wait)), hint: "e.g. --wait 10m" })], { json })
         return new ExitCode(1)
       }
+      const running = trackRunning(json ? jsonProgress : cliProgress())
+      const startedAt = Date.now()
       const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs }).pipe(
-        Effect.provide(json ? jsonProgress : cliProgress()),
+        Effect.provide(running.layer),
+        // After runConfig's own cleanup: by then statements are cancelled and uploads aborted.
+        Effect.onInterrupt(() => reportInterrupted({ json, exports: running.names(), startedAt })),
         Effect.either
       )
       if (Either.isLeft(runs)) {
