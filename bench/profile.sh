@@ -23,7 +23,7 @@ WORK=bench/.work/profile-$FORMAT-$TABLE-$ROWS
 rm -rf "$WORK"
 mkdir -p "$WORK"
 cat >"$WORK/config.yaml" <<YAML
-source: { type: postgres, url: "$PG_URL" }
+source: { type: postgres, url: "$PG_URL", statement_timeout_s: 0 }
 exports:
   - name: profile
     query: "select * from $TABLE limit $ROWS"

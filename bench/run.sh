@@ -23,6 +23,7 @@ REPEAT=${BENCH_REPEAT:-1}
 ROWS=${BENCH_ROWS:-}
 WORK=bench/.work
 mkdir -p "$WORK"
+rm -f "$WORK/run.failed"
 
 usage() { echo "bench/run.sh: $1 (see the header of bench/run.sh)" >&2; exit 1; }
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || usage "BENCH_REPEAT must be a positive integer, got '$REPEAT'"
@@ -57,11 +58,12 @@ shape_info() {
   esac
 }
 
+# No statement timeout: on a loaded machine an export of the big tables can run past the default 300 s.
 config() { # table format → path of a config exporting the table (Parquet: zstd, the default)
   local file="$WORK/$1-$2.yaml"
   rm -rf "$WORK/out-$1-$2"
   cat >"$file" <<YAML
-source: { type: postgres, url: "$PG_URL" }
+source: { type: postgres, url: "$PG_URL", statement_timeout_s: 0 }
 exports:
   - name: $1
     table: $1
@@ -75,10 +77,16 @@ check_rows() { # what expected actual
   [ "$3" = "$2" ] || echo "warning: $1 reported ${3:-no} rows, expected $2" >&2
 }
 
+# A measurement that failed (measure printed why) → "failed" in its fields, noted for the exit status.
+failed() { # fields
+  touch "$WORK/run.failed"
+  printf 'failed%.0s ' $(seq 1 "$1"); echo
+}
+
 # One Rivet export → "wall_s rss_mb cpu_s"
 rivet_once() { # table rows format
   local label="rivet-$1-$3" wall rss
-  read -r wall rss < <(measure "$label" node bin/rivet.js run -c "$(config "$1" "$3")")
+  read -r wall rss < <(measure "$label" node bin/rivet.js run -c "$(config "$1" "$3")") || { rm -rf "$WORK/out-$1-$3"; failed 3; return; }
   # Rivet prints its run summary on stderr, which measure keeps in $label.time with time's report.
   check_rows "rivet → $3 of $1" "$2" "$(grep -oE '^ *rows: +[0-9,]+' "$WORK/$label.time" | tr -dc '0-9' || true)"
   rm -rf "$WORK/out-$1-$3"
@@ -89,28 +97,34 @@ rivet_once() { # table rows format
 # "copy_wall copy_rss copy_cpu duck_wall duck_rss duck_cpu pipeline_wall pipeline_rss pipeline_cpu"
 copy_once() { # table rows
   local csv="$WORK/$1.csv" parquet="$WORK/$1-duckdb.parquet" cw cr dw=0 dr=0 dc=0
-  read -r cw cr < <(measure "copy-$1" psql "$PG_URL" -X -c "\\copy (select * from $1) to '$csv' csv header")
+  read -r cw cr < <(measure "copy-$1" psql "$PG_URL" -X -c "\\copy (select * from $1) to '$csv' csv header") ||
+    { rm -f "$csv"; failed 9; return; }
   check_rows "psql \\copy of $1" "$2" "$(grep -oE '^COPY [0-9]+' "$WORK/copy-$1.out" | tr -dc '0-9' || true)"
   if [ "$DUCKDB" != 0 ]; then
-    read -r dw dr < <(measure "duckdb-$1" node bench/duckdb-csv-to-parquet.mjs "$csv" "$parquet")
-    check_rows "DuckDB CSV → Parquet of $1" "$2" "$(tr -dc '0-9' <"$WORK/duckdb-$1.out")"
-    dc=$(cpu_seconds "duckdb-$1")
+    if read -r dw dr < <(measure "duckdb-$1" node bench/duckdb-csv-to-parquet.mjs "$csv" "$parquet"); then
+      check_rows "DuckDB CSV → Parquet of $1" "$2" "$(tr -dc '0-9' <"$WORK/duckdb-$1.out")"
+      dc=$(cpu_seconds "duckdb-$1")
+    else
+      dw=failed dr=failed dc=failed
+    fi
   fi
   rm -f "$csv" "$parquet"
   local cc; cc=$(cpu_seconds "copy-$1")
+  if [ "$dw" = failed ]; then echo "$cw $cr $cc failed failed failed failed failed failed"; return; fi
   awk -v cw="$cw" -v cr="$cr" -v cc="$cc" -v dw="$dw" -v dr="$dr" -v dc="$dc" \
-    'BEGIN { printf "%s %s %s %s %s %s %.2f %d %.2f\n", cw, cr, cc, dw, dr, dc, cw + dw, (cr > dr ? cr : dr), cc + dc }'
+    'BEGIN { printf "%s %s %s %s %s %s %.2f %d %.2f\n", cw, cr, cc, dw, dr, dc, cw + dw, (cr + 0 > dr + 0 ? cr : dr), cc + dc }'
 }
 
 # Runs CMD… BENCH_REPEAT times; prints the median of each whitespace-separated field over the runs (for an odd
-# count the middle run's value as printed, for an even count the mean of the middle two).
+# count the middle run's value as printed, for an even count the mean of the middle two), "failed" if any failed.
 repeated() {
   local i
   for i in $(seq 1 "$REPEAT"); do "$@"; done | awk '
     { for (f = 1; f <= NF; f++) v[f, NR] = $f; if (NF > nf) nf = NF }
     END {
       for (f = 1; f <= nf; f++) {
-        for (r = 1; r <= NR; r++) a[r] = v[f, r]
+        bad = 0; for (r = 1; r <= NR; r++) { a[r] = v[f, r]; if (a[r] !~ /^[0-9.]+$/) bad = 1 }
+        if (bad) { printf "%sfailed", (f > 1 ? " " : ""); continue }
         for (x = 2; x <= NR; x++) { t = a[x]; for (y = x - 1; y >= 1 && a[y] + 0 > t + 0; y--) a[y + 1] = a[y]; a[y + 1] = t }
         m = (NR % 2) ? a[(NR + 1) / 2] : sprintf("%.2f", (a[NR / 2] + a[NR / 2 + 1]) / 2)
         printf "%s%s", (f > 1 ? " " : ""), m
@@ -119,9 +133,10 @@ repeated() {
     }'
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-verdict() { # value limit → met / missed (value ≤ limit)
-  awk -v v="$1" -v l="$2" 'BEGIN { print (v + 0 <= l + 0) ? "met" : "missed" }'
+number() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+ratio() { if number "$1" && number "$2"; then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; else echo "—"; fi; }
+verdict() { # value limit → met / missed (value ≤ limit; a failed run misses)
+  if number "$1"; then awk -v v="$1" -v l="$2" 'BEGIN { print (v + 0 <= l + 0) ? "met" : "missed" }'; else echo missed; fi
 }
 
 echo "bench/run.sh — $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bin || echo ' (+ uncommitted changes)'), node $(node --version), $(nproc) cores"
@@ -174,3 +189,8 @@ echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg). Ratios are to the \`\\copy\` of the same table in this run;"
 echo "CPU s is user + system time of the process (for the DuckDB pipeline, psql's plus DuckDB's; PostgreSQL's own"
 echo "backend is not counted). Peak RSS is /usr/bin/time's maximum resident set size (for the pipeline, the larger step's)."
+if [ -e "$WORK/run.failed" ]; then
+  echo
+  echo "Some runs failed (\"failed\" above); their errors are on stderr."
+  exit 1
+fi
