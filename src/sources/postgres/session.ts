@@ -43,6 +43,9 @@ interface TrackedQuery {
   readonly cancel: () => unknown
 }
 
+/** How long ending a transaction waits for its cancelled statement to stop. */
+const CANCEL_WAIT_MS = 5_000
+
 /** The queries each transaction from `openSession` has sent, to cancel the running one when its scope closes. */
 const sentQueries = new WeakMap<postgres.TransactionSql, Set<TrackedQuery>>()
 
@@ -209,8 +212,13 @@ export const openSession = (
       // statement (another export's), and after a success nothing is running.
       (started, exit) =>
         Effect.promise(async () => {
-          if (Exit.isFailure(exit) && !(await connectionLost(started.sql))) cancelRunning(started.sql)
-          await started.end()
+          if (!Exit.isFailure(exit) || (await connectionLost(started.sql))) return started.end()
+          cancelRunning(started.sql)
+          // Should the cancel request not get through, the end waits behind the statement: bounded, after which
+          // closing the pool (the source's scope) closes the connection under it.
+          let timer: ReturnType<typeof setTimeout> | undefined
+          await Promise.race([started.end(), new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS)))])
+          clearTimeout(timer)
         })
     )
     yield* attemptOn(transaction.sql, context, "configuring the session", () => transaction.sql.unsafe(settingsSql(settings)).simple())
