@@ -413,6 +413,19 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
     const now = yield* nowIso
     return yield* db.transaction((tx) =>
       Effect.gen(function* () {
+        // Resetting under a running export would pull its cursor and checkpoints away while it runs.
+        const held = yield* tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE export_name = ? AND expires_at > ?`, [
+          exportName,
+          now
+        ])
+        if (held[0] !== undefined) {
+          const holder = toLease(held[0])
+          return yield* new StateError({
+            message: `export '${exportName}' is being run by ${holder.runId === undefined ? "a run not journaled yet" : `run '${holder.runId}'`} (pid ${holder.pid} on ${holder.host}): its state is not reset while it runs`,
+            hint: `reset it once that run has finished (its lease expires at ${holder.expiresAt} if its process is gone)`,
+            retryable: true
+          })
+        }
         const cursorsCleared = yield* tx.run("DELETE FROM rivet_cursors WHERE export_name = ?", [exportName])
         yield* tx.run("DELETE FROM rivet_schema_baselines WHERE export_name = ?", [exportName])
         const abandonedRuns = yield* tx.run(

@@ -173,6 +173,28 @@ const contract = (name: string, makeBackend: () => StateBackend) =>
       expect(result.all.map((lease) => lease.key)).toEqual(["customers", "orders"])
     })
 
+    it("reset refuses while a run holds the export's lease, and works once it is released", async () => {
+      const target = await backend.fresh()
+      const proof = { key: "orders", token: "a" }
+      const result = await withStore(
+        target.layer(),
+        Effect.gen(function* () {
+          const s = yield* store
+          yield* s.beginRun(run("r1"))
+          yield* s.finishRun("r1", success(1), { cursor: { column: "id", value: "1", type: "int64" } })
+          yield* s.acquireLease({ ...proof, exportName: "orders", pid: 7, host: "h", ttlMs: 60_000 })
+          const refused = yield* Effect.flip(s.reset("orders"))
+          const kept = yield* s.cursor("orders")
+          yield* s.releaseLease(proof)
+          return { refused, kept, reset: yield* s.reset("orders") }
+        })
+      )
+      expect(result.refused.message).toContain("export 'orders' is being run by a run not journaled yet (pid 7 on h): its state is not reset while it runs")
+      expect(result.refused.retryable).toBe(true)
+      expect(Option.getOrThrow(result.kept).value).toBe("1")
+      expect(result.reset.cursor).toBe(true)
+    })
+
     it("finishRun with a lease proof writes nothing once that lease is another run's", async () => {
       const target = await backend.fresh()
       const result = await withStore(
