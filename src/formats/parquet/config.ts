@@ -24,7 +24,7 @@ export const COMPRESSION_LEVELS = {
  *
  * A row group's rows wait in their batches' buffers; when it is complete, each column in turn becomes the JS
  * values hyparquet-writer encodes, so the group's size sets the encoder's peak memory. With the bench_2m shape
- * (~290 buffer bytes per row) 4 MiB makes ~14k-row groups. Measured with bench/parquet-encode.ts (500k rows of
+ * (~290 buffer bytes per row) 4 MiB makes 20k-row groups (two 10k-row batches). Measured with bench/parquet-encode.ts (500k rows of
  * 20 mixed columns, zstd, CPU-s of encoding / file size): 4 MiB 7.6 s / 23.9 MiB, 16 MiB 8.6 s / 22.6 MiB —
  * bigger groups save a few percent of file size for more CPU (more garbage survives into the old generation)
  * and memory. A row count alone would also make narrow tables' groups needlessly small (readers prefer big
