@@ -77,6 +77,34 @@ interface Slice {
   readonly to: number
 }
 
+const jsValues = (slices: ReadonlyArray<Slice>, c: number, append: AppendColumn): Array<unknown> => {
+  const out: Array<unknown> = []
+  for (const slice of slices) append(slice.columns[c]!, slice.words[c], slice.from, slice.to, out)
+  return out
+}
+
+/**
+ * A column of 32-bit-or-narrower numbers without NULLs goes in as one typed array: the values the writer would
+ * read from a JS array, without a slot (or a boxed double) per value.
+ */
+const typedValues = (slices: ReadonlyArray<Slice>, c: number, rows: number): Int16Array | Int32Array | Float32Array | Float64Array | undefined => {
+  const first = slices[0]?.columns[c]
+  if (first === undefined) return undefined
+  const layout = first.layout
+  if (layout !== "int16" && layout !== "int32" && layout !== "float32" && layout !== "float64") return undefined
+  for (const slice of slices) if (slice.columns[c]!.nullCount !== 0 || slice.columns[c]!.layout !== layout) return undefined
+  const out =
+    layout === "int16" ? new Int16Array(rows) : layout === "int32" ? new Int32Array(rows) : layout === "float32" ? new Float32Array(rows) : new Float64Array(rows)
+  let at = 0
+  for (const slice of slices) {
+    const data = slice.columns[c]!
+    if (data.layout !== layout) return undefined
+    out.set(data.values.subarray(slice.from, slice.to), at)
+    at += slice.to - slice.from
+  }
+  return out
+}
+
 const formatError = (message: string, hint?: string): FormatError =>
   new FormatError(hint === undefined ? { format: "parquet", message } : { format: "parquet", message, hint })
 
@@ -110,11 +138,7 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings):
     // there keeps one column's values alive at a time instead of the whole group's.
     const data = {
       length: rows,
-      slice: () => {
-        const out: Array<unknown> = []
-        for (const slice of slices) column.append(slice.columns[c]!, slice.words[c], slice.from, slice.to, out)
-        return out
-      }
+      slice: () => typedValues(slices, c, rows) ?? jsValues(slices, c, column.append)
     }
     return {
       name: column.name,
