@@ -77,6 +77,19 @@ interface Slice {
   readonly to: number
 }
 
+/**
+ * The writer keeps each row group's min/max until the footer; for byte columns they are views of a batch's
+ * buffer, which would keep every batch's bytes alive until the part ends. Each becomes a copy of its own.
+ */
+const detachStatistics = (group: ParquetWriter["row_groups"][number] | undefined): void => {
+  for (const chunk of group?.columns ?? []) {
+    const statistics = chunk.meta_data?.statistics
+    if (statistics === undefined) continue
+    if (statistics.min_value instanceof Uint8Array) statistics.min_value = statistics.min_value.slice()
+    if (statistics.max_value instanceof Uint8Array) statistics.max_value = statistics.max_value.slice()
+  }
+}
+
 const jsValues = (slices: ReadonlyArray<Slice>, c: number, append: AppendColumn): Array<unknown> => {
   const out: Array<unknown> = []
   for (const slice of slices) append(slice.columns[c]!, slice.words[c], slice.from, slice.to, out)
@@ -155,6 +168,7 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings):
     pendingRows = 0
     pendingBytes = 0
     parquet.write({ columnData, rowGroupSize: rows })
+    detachStatistics(parquet.row_groups.at(-1))
   }
 
   const prepare = (batch: Batch): ReadonlyArray<Uint32Array | undefined> =>
