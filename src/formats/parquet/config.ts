@@ -18,24 +18,17 @@ export const COMPRESSION_LEVELS = {
 } as const
 
 /**
- * When `row_group_size` is not set, a row group ends at `DEFAULT_ROW_GROUP_ROWS` rows or once its rows'
- * estimated size reaches `DEFAULT_ROW_GROUP_BYTES` (checked after each batch), whichever comes first.
+ * When `row_group_size` is not set, a row group ends at `DEFAULT_ROW_GROUP_ROWS` rows or once its rows' size in
+ * the batches' buffers (byte lengths of values, offsets and text; no per-value estimate) reaches
+ * `DEFAULT_ROW_GROUP_BYTES` (checked after each batch), whichever comes first.
  *
- * A row group is held in memory as JS values and encoded in one go, so its size sets the encoder's peak
- * memory. Measured with bench/parquet-encode.ts (1M rows of 20 mixed columns, ~420 estimated bytes per row,
- * zstd, default V8 heap, peak RSS / encode rows per CPU-second / file size):
- *
- *   rows only, 10k: 267 MB / 69k / 49.7 MiB    50k: 432 MB / 47k / 45.4 MiB    100k: 728 MB / 48k / 44.8 MiB
- *   bytes 2 MiB (5k rows): 239 MB / 64k / 52.3 MiB       4 MiB (10k rows): 270 MB / 70k / 49.7 MiB
- *   bytes 8 MiB (20k rows): 329 MB / 50k / 47.8 MiB      16 MiB (30k rows): 366 MB / 46k / 47.0 MiB
- *
- * Generating the same batches without encoding them peaks at 260 MB (154 MB with --max-old-space-size=96,
- * where 10k-row groups reach 167 MB): up to ~10k rows a group costs little beyond V8's own heap sizing, past
- * that it costs memory and even speed (more garbage survives into the old generation) for a few percent of
- * file size, and the pipeline targets ≤ 150 MB for a whole export. A row count
- * alone would also make narrow tables' groups needlessly small (readers prefer big groups) and leave very wide
- * rows (large text/JSON) unbounded, hence the byte budget: a 20-column table gets ~10k-row groups, a narrow
- * one up to 100k rows.
+ * A row group's rows wait in their batches' buffers; when it is complete, each column in turn becomes the JS
+ * values hyparquet-writer encodes, so the group's size sets the encoder's peak memory. With the bench_2m shape
+ * (~290 buffer bytes per row) 4 MiB makes 20k-row groups (two 10k-row batches). Measured with bench/parquet-encode.ts (500k rows of
+ * 20 mixed columns, zstd, CPU-s of encoding / file size): 4 MiB 7.6 s / 23.9 MiB, 16 MiB 8.6 s / 22.6 MiB —
+ * bigger groups save a few percent of file size for more CPU (more garbage survives into the old generation)
+ * and memory. A row count alone would also make narrow tables' groups needlessly small (readers prefer big
+ * groups) and leave very wide rows (large text/JSON) unbounded, hence the byte budget.
  */
 export const DEFAULT_ROW_GROUP_ROWS = 100_000
 export const DEFAULT_ROW_GROUP_BYTES = 4 * 2 ** 20

@@ -1,9 +1,9 @@
 import * as Effect from "effect/Effect"
 import { ByteWriter, type ColumnSource, ParquetWriter } from "hyparquet-writer"
-import { type Batch, type BatchSchema, columnValues, type LogicalType } from "../../runtime/batch.js"
+import type { Batch, BatchSchema, ColumnData, LogicalType } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
-import { type AppendColumn, appendColumn, InvalidValue } from "./columns.js"
+import { type AppendColumn, appendColumn, InvalidValue, prepareColumn, type PrepareColumn, sliceByteLength } from "./columns.js"
 import type { Codec } from "./compressors.js"
 import { parquetSchema } from "./schema.js"
 
@@ -48,6 +48,7 @@ const innermost = (type: LogicalType): LogicalType => (type.kind === "list" ? in
 
 interface ColumnPlan {
   readonly name: string
+  readonly prepare: PrepareColumn
   readonly append: AppendColumn
   readonly hint: string | undefined
   // Min/max of JSON are whole documents (never truncated) and help no reader: keep them out of the footer.
@@ -58,6 +59,7 @@ interface ColumnPlan {
 
 const planColumn = (name: string, type: LogicalType): ColumnPlan => ({
   name,
+  prepare: prepareColumn(type),
   append: appendColumn(type),
   hint:
     innermost(type).kind === "decimal"
@@ -66,6 +68,55 @@ const planColumn = (name: string, type: LogicalType): ColumnPlan => ({
   statistics: innermost(type).kind !== "json",
   encoding: innermost(type).kind === "float32" || innermost(type).kind === "float64" ? "PLAIN" : undefined
 })
+
+/** Rows `[from, to)` of a batch waiting for their row group, with its decimal columns parsed (see `prepareColumn`). */
+interface Slice {
+  readonly columns: ReadonlyArray<ColumnData>
+  readonly words: ReadonlyArray<Uint32Array | undefined>
+  readonly from: number
+  readonly to: number
+}
+
+/**
+ * The writer keeps each row group's min/max until the footer; for byte columns they are views of a batch's
+ * buffer, which would keep every batch's bytes alive until the part ends. Each becomes a copy of its own.
+ */
+const detachStatistics = (group: ParquetWriter["row_groups"][number] | undefined): void => {
+  for (const chunk of group?.columns ?? []) {
+    const statistics = chunk.meta_data?.statistics
+    if (statistics === undefined) continue
+    if (statistics.min_value instanceof Uint8Array) statistics.min_value = statistics.min_value.slice()
+    if (statistics.max_value instanceof Uint8Array) statistics.max_value = statistics.max_value.slice()
+  }
+}
+
+const jsValues = (slices: ReadonlyArray<Slice>, c: number, append: AppendColumn): Array<unknown> => {
+  const out: Array<unknown> = []
+  for (const slice of slices) append(slice.columns[c]!, slice.words[c], slice.from, slice.to, out)
+  return out
+}
+
+/**
+ * A column of 32-bit-or-narrower numbers without NULLs goes in as one typed array: the values the writer would
+ * read from a JS array, without a slot (or a boxed double) per value.
+ */
+const typedValues = (slices: ReadonlyArray<Slice>, c: number, rows: number): Int16Array | Int32Array | Float32Array | Float64Array | undefined => {
+  const first = slices[0]?.columns[c]
+  if (first === undefined) return undefined
+  const layout = first.layout
+  if (layout !== "int16" && layout !== "int32" && layout !== "float32" && layout !== "float64") return undefined
+  for (const slice of slices) if (slice.columns[c]!.nullCount !== 0 || slice.columns[c]!.layout !== layout) return undefined
+  const out =
+    layout === "int16" ? new Int16Array(rows) : layout === "int32" ? new Int32Array(rows) : layout === "float32" ? new Float32Array(rows) : new Float64Array(rows)
+  let at = 0
+  for (const slice of slices) {
+    const data = slice.columns[c]!
+    if (data.layout !== layout) return undefined
+    out.set(data.values.subarray(slice.from, slice.to), at)
+    at += slice.to - slice.from
+  }
+  return out
+}
 
 const formatError = (message: string, hint?: string): FormatError =>
   new FormatError(hint === undefined ? { format: "parquet", message } : { format: "parquet", message, hint })
@@ -85,43 +136,58 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings):
     compressors: settings.codec.compressors,
     createdBy: "rivet"
   })
-  let pending: Array<Array<unknown>> = columns.map(() => [])
+  // Rows wait as slices of the batches they came in (their buffers, no JS value per cell) until a row group is
+  // complete; only then is each column turned into the values hyparquet-writer takes, one column at a time.
+  let pending: Array<Slice> = []
   let pendingRows = 0
   let pendingBytes = 0
   let rowsBefore = 0
   let state: "open" | "finished" | "failed" = "open"
 
-  const writeGroup = () => {
-    const columnData = columns.map((column, c): ColumnSource => ({
+  const columnSource = (c: number, rows: number): ColumnSource => {
+    const column = columns[c]!
+    const slices = pending
+    // hyparquet-writer reads `length`, then `slice`s each column once per row group: building the values only
+    // there keeps one column's values alive at a time instead of the whole group's.
+    const data = {
+      length: rows,
+      slice: () => typedValues(slices, c, rows) ?? jsValues(slices, c, column.append)
+    }
+    return {
       name: column.name,
-      data: pending[c]!,
+      data: data as unknown as ColumnSource["data"],
       statistics: column.statistics,
       ...(column.encoding === undefined ? {} : { encoding: column.encoding })
-    }))
+    }
+  }
+
+  const writeGroup = () => {
     const rows = pendingRows
-    pending = columns.map(() => [])
+    const columnData = columns.map((_, c) => columnSource(c, rows))
+    pending = []
     pendingRows = 0
     pendingBytes = 0
     parquet.write({ columnData, rowGroupSize: rows })
+    detachStatistics(parquet.row_groups.at(-1))
   }
 
+  const prepare = (batch: Batch): ReadonlyArray<Uint32Array | undefined> =>
+    columns.map((column, c) => {
+      try {
+        return column.prepare(batch.columns[c]!)
+      } catch (error) {
+        if (!(error instanceof InvalidValue)) throw error
+        throw formatError(`column "${column.name}", row ${rowsBefore + error.row + 1} of the part: ${error.message}`, column.hint)
+      }
+    })
+
   const append = (batch: Batch) => {
+    const words = prepare(batch)
     let from = 0
-    const values = batch.columns.map((data, c) => columnValues(data, batch.schema.columns[c]!.type))
     while (from < batch.rowCount) {
       const to = Math.min(batch.rowCount, from + settings.rowGroupSize - pendingRows)
-      for (let c = 0; c < columns.length; c++) {
-        const column = columns[c]!
-        try {
-          pendingBytes += column.append(values[c]!, from, to, pending[c]!)
-        } catch (error) {
-          if (!(error instanceof InvalidValue)) throw error
-          throw formatError(
-            `column "${column.name}", row ${rowsBefore + error.row + 1} of the part: ${error.message}`,
-            column.hint
-          )
-        }
-      }
+      pending.push({ columns: batch.columns, words, from, to })
+      for (const data of batch.columns) pendingBytes += sliceByteLength(data, from, to)
       pendingRows += to - from
       from = to
       if (pendingRows >= settings.rowGroupSize || pendingBytes >= settings.rowGroupBytes) writeGroup()

@@ -1,10 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
-import { appendColumn, decimalToUnscaled, InvalidValue } from "../../../src/formats/parquet/columns.js"
-import type { LogicalType, Value } from "../../../src/runtime/batch.js"
+import { appendColumn, InvalidValue, prepareColumn, sliceByteLength } from "../../../src/formats/parquet/columns.js"
+import { limbsToBigEndian, parseDecimal } from "../../../src/formats/parquet/decimal.js"
+import { type LogicalType, makeBatch, type Value } from "../../../src/runtime/batch.js"
+
+const columnOf = (type: LogicalType, values: ReadonlyArray<Value>) =>
+  makeBatch({ columns: [{ name: "c", type }] }, [values]).columns[0]!
 
 const convert = (type: LogicalType, values: ReadonlyArray<Value>, from = 0, to = values.length) => {
+  const data = columnOf(type, values)
   const out: Array<unknown> = []
-  appendColumn(type)(values, from, to, out)
+  appendColumn(type)(data, prepareColumn(type)(data), from, to, out)
   return out
 }
 
@@ -16,6 +21,18 @@ const failure = (type: LogicalType, values: ReadonlyArray<Value>): InvalidValue 
     throw error
   }
   throw new Error("expected an InvalidValue")
+}
+
+/** The unscaled value of decimal text through the byte parser, as a bigint (or the parser's message). */
+const decimalToUnscaled = (text: string, precision: number, scale: number): bigint => {
+  const bytes = new TextEncoder().encode(text)
+  const limbs = 8
+  const words = new Uint32Array(limbs)
+  const problem = parseDecimal(bytes, 0, bytes.length, precision, scale, words, 0, limbs)
+  if (problem !== undefined) throw new Error(problem)
+  let value = BigInt(words[limbs - 1]! | 0)
+  for (let l = limbs - 2; l >= 0; l--) value = (value << 32n) | BigInt(words[l]!)
+  return value
 }
 
 describe("parquet column conversion", () => {
@@ -49,26 +66,46 @@ describe("parquet column conversion", () => {
     }
   })
 
-  it("uuids become 16 bytes, with or without hyphens, either case", () => {
-    const [a, b, c] = convert({ kind: "uuid" }, [
-      "123e4567-e89b-12d3-a456-426614174000",
-      "123E4567E89B12D3A456426614174000",
-      null
-    ])
-    const expected = Uint8Array.from([0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00])
-    expect(a).toEqual(expected)
-    expect(b).toEqual(expected)
-    expect(c).toBeNull()
-    for (const bad of ["123e4567-e89b-12d3-a456-42661417400", "123e4567+e89b-12d3-a456-426614174000", "g23e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-42661417400é"]) {
-      expect(failure({ kind: "uuid" }, [bad]).message).toContain("expected a UUID")
+  it("decimal text is parsed from its bytes at the edges of precision and sign", () => {
+    const cases: Array<[string, number, number]> = [
+      ["-99999999999999999999999999999999999999", 38, 0],
+      ["99999999999999999999999999999999999999", 38, 0],
+      ["-0.0000000001", 38, 10],
+      [`-${"9".repeat(76)}`, 76, 0],
+      ["-9223372036854775807", 19, 0],
+      ["-999999999999999.999", 18, 3],
+      ["-1", 1, 0]
+    ]
+    for (const [text, precision, scale] of cases) {
+      const digits = text.replace("-", "").replace(".", "")
+      const expected = BigInt(digits) * (text.startsWith("-") ? -1n : 1n)
+      expect(decimalToUnscaled(text, precision, scale), text).toBe(expected)
     }
+    const words = new Uint32Array(4)
+    const bytes = new TextEncoder().encode("-1.5")
+    expect(parseDecimal(bytes, 0, bytes.length, 9, 1, words, 0, 4)).toBeUndefined()
+    const big = new Uint8Array(5)
+    limbsToBigEndian(words, 0, big, 0, 5)
+    expect([...big]).toEqual([0xff, 0xff, 0xff, 0xff, 0xf1])
   })
 
-  it("converts only the requested rows and reports the failing row", () => {
+  it("uuids go in as their 16 bytes", () => {
+    const [a, b] = convert({ kind: "uuid" }, ["123e4567-e89b-12d3-a456-426614174000", null])
+    const expected = Uint8Array.from([0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00])
+    expect(a).toEqual(expected)
+    expect(b).toBeNull()
+  })
+
+  it("converts only the requested rows; a decimal that does not parse names its row", () => {
     expect(convert({ kind: "int32" }, [1, 2, 3, 4], 1, 3)).toEqual([2, 3])
-    const error = failure({ kind: "int64" }, [1n, null, 3])
+    expect(convert({ kind: "int64" }, [1n, null, -(2n ** 63n)])).toEqual([1n, null, -(2n ** 63n)])
+    expect(convert({ kind: "bool" }, [true, null, false])).toEqual([true, null, false])
+    const error = failure({ kind: "decimal", precision: 4, scale: 1 }, ["1.0", null, "x"])
     expect(error.row).toBe(2)
-    expect(error.message).toContain("expected a bigint, got number 3")
+    expect(error.message).toContain("expected decimal text")
+    const inList = failure({ kind: "list", element: { kind: "decimal", precision: 4, scale: 1 } }, [["1.0"], [], null, ["2.0", "1.25"]])
+    expect(inList.row).toBe(3)
+    expect(inList.message).toContain("more than 1 fraction digits")
   })
 
   it("json goes in as its exact UTF-8 text, lists keep their NULL elements", () => {
@@ -81,20 +118,18 @@ describe("parquet column conversion", () => {
     ])
   })
 
-  it("values of the wrong kind are refused per type", () => {
-    const cases: Array<[LogicalType, Value]> = [
-      [{ kind: "int16" }, 32768],
-      [{ kind: "int32" }, 1.5],
-      [{ kind: "date" }, 2 ** 31],
-      [{ kind: "float64" }, "1"],
-      [{ kind: "bool" }, 1],
-      [{ kind: "string" }, 5],
-      [{ kind: "bytes" }, "x"],
-      [{ kind: "timestamptz" }, 5],
-      [{ kind: "list", element: { kind: "int32" } }, 5]
-    ]
-    for (const [type, value] of cases) {
-      expect(() => convert(type, [value]), type.kind).toThrow(InvalidValue)
-    }
+  it("text goes in as views of the batch's UTF-8 bytes, not strings", () => {
+    const data = columnOf({ kind: "string" }, ["é", "", null, "abc"])
+    const out: Array<unknown> = []
+    appendColumn({ kind: "string" })(data, undefined, 0, 4, out)
+    expect(out.map((value) => (value instanceof Uint8Array ? new TextDecoder().decode(value) : value))).toEqual(["é", "", null, "abc"])
+    if (data.layout !== "binary") throw new Error("expected binary")
+    expect((out[0] as Uint8Array).buffer).toBe(data.data.buffer)
+  })
+
+  it("a slice's size is read from the buffers' byte lengths", () => {
+    expect(sliceByteLength(columnOf({ kind: "int64" }, [1n, 2n, 3n]), 0, 2)).toBe(16)
+    expect(sliceByteLength(columnOf({ kind: "string" }, ["ab", "cde", "f"]), 1, 3)).toBe(2 * 4 + 4)
+    expect(sliceByteLength(columnOf({ kind: "list", element: { kind: "int32" } }, [[1, 2], [3], []]), 0, 3)).toBe(3 * 4 + 3 * 4)
   })
 })

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, vi } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
@@ -133,6 +133,33 @@ describe("parquet encoder", () => {
       expect(expected).toBeLessThan(300)
       for (const rowsInGroup of adaptive.slice(0, -1)) expect(rowsInGroup).toBe(expected)
       expect(yield* groupsWith({ row_group_size: 200 })).toEqual([200, 100])
+    })
+  )
+
+  it.effect("text reaches the file as the batch's UTF-8 bytes: no string is made or encoded per value", () =>
+    Effect.gen(function* () {
+      const schema: BatchSchema = {
+        columns: [
+          { name: "name", type: { kind: "string" } },
+          { name: "doc", type: { kind: "json" } },
+          { name: "amount", type: { kind: "decimal", precision: 12, scale: 2 } },
+          { name: "tags", type: { kind: "list", element: { kind: "string" } } }
+        ]
+      }
+      const count = 5_000
+      const all = Array.from({ length: count }, (_, i): Array<Value> => [`name ${i} é`, `{"i":${i}}`, `${i}.25`, [`t${i % 3}`, null]])
+      const batch = makeBatch(schema, [0, 1, 2, 3].map((c) => all.map((row) => row[c]!)))
+      const encoder = yield* (yield* driverWith({})).open(schema)
+      const encode = vi.spyOn(TextEncoder.prototype, "encode")
+      const encodeInto = vi.spyOn(TextEncoder.prototype, "encodeInto")
+      const decode = vi.spyOn(TextDecoder.prototype, "decode")
+      const fromString = vi.spyOn(Buffer, "from")
+      const chunks = [...(yield* encoder.write(batch)), ...(yield* encoder.finish)]
+      const calls = encode.mock.calls.length + encodeInto.mock.calls.length + decode.mock.calls.length + fromString.mock.calls.length
+      vi.restoreAllMocks()
+      // A few per column chunk (statistics bounds), never one per value.
+      expect(calls).toBeLessThan(20)
+      expect(yield* readBack(chunks)).toEqual(rowObjects(schema.columns, all))
     })
   )
 
