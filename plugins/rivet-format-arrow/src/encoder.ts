@@ -1,5 +1,5 @@
 import { AsyncByteQueue, makeData, RecordBatch, RecordBatchFileWriter, Struct, type Schema } from "apache-arrow"
-import { type Batch, type BatchSchema, columnValues } from "rivet/plugin"
+import type { Batch, BatchSchema } from "rivet/plugin"
 import { columnData } from "./columns.js"
 import { arrowSchema } from "./types.js"
 
