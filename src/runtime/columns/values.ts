@@ -175,7 +175,8 @@ export const valueAppender = (type: LogicalType, capacity = 1024): ValueAppender
   }
 }
 
-const decoder = new TextDecoder()
+// ignoreBOM: a leading U+FEFF is part of the value (the default decoder drops it).
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true })
 
 /** The `Value` of row `row` (see the table on `Value`): a fresh JS value, safe to keep. */
 export const valueAt = (column: ColumnData, type: LogicalType, row: number): Value => {
