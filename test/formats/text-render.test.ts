@@ -160,6 +160,13 @@ describe("float text", () => {
     expect(float32Text(Math.fround(1e-7))).toBe("1e-7")
     expect(float32Text(16777216)).toBe("16777216")
     expect(float32Text(Math.fround(123456789))).toBe("123456790")
+    // 68995700 reads back to this float4 but lies exactly halfway to the next one: PostgreSQL writes 68995696.
+    expect(float32Text(68995696)).toBe("68995696")
+    // Exactly halfway between two 8-digit decimals: the even one, as shortest round-trip output does.
+    expect(float32Text(3823031.25)).toBe("3823031.2")
+    expect(float32Text(3823031.75)).toBe("3823031.8")
+    // A power of two: the nearest 8-digit decimal (1.2621774e-29) misses its narrower lower interval.
+    expect(float32Text(2 ** -96)).toBe("1.2621775e-29")
     expect(float32Text(-0)).toBe("-0")
     expect(float32Text(Number.NaN)).toBe("NaN")
     expect(text({ kind: "float32" })(0.1)).toBe("0.1")

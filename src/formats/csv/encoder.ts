@@ -2,7 +2,7 @@ import { stringify } from "csv-stringify/sync"
 import * as Effect from "effect/Effect"
 import { type Batch, type BatchSchema, formatLogicalType } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
-import type { PartEncoder } from "../../runtime/plugin.js"
+import type { PartEncoder, RenderedPartEncoder } from "../../runtime/plugin.js"
 import { batchMismatch, csvField, type FieldFactory, type FieldWriter } from "../text/fields.js"
 import { ByteOut } from "../text/out.js"
 
@@ -82,5 +82,20 @@ export const makeCsvEncoder = (schema: BatchSchema, fields: ReadonlyArray<FieldF
       writeHeader()
       return out.take()
     }).pipe(Effect.withSpan("CsvFormat.finish"))
+  }
+}
+
+/** A CSV part from rows the source rendered in the CSV dialect: the header, then the rows as they are. */
+export const makeRenderedCsvEncoder = (schema: BatchSchema): RenderedPartEncoder => {
+  let header: Uint8Array | undefined = Buffer.from(csvHeader(schema), "utf8")
+  const withHeader = (rows: ReadonlyArray<Uint8Array>): ReadonlyArray<Uint8Array> => {
+    if (header === undefined) return rows
+    const first = header
+    header = undefined
+    return [first, ...rows]
+  }
+  return {
+    write: (rows) => Effect.sync(() => withHeader(rows.byteLength === 0 ? [] : [rows])),
+    finish: Effect.sync(() => withHeader([]))
   }
 }

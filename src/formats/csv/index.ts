@@ -5,7 +5,7 @@ import { defineFormat, FormatDriver, type FormatDriverShape } from "../../runtim
 import { countTextRows, csvRowCounter } from "../text/count-rows.js"
 import { gzipPart } from "../text/gzip.js"
 import { CsvConfig } from "./config.js"
-import { csvFields, makeCsvEncoder } from "./encoder.js"
+import { csvFields, makeCsvEncoder, makeRenderedCsvEncoder } from "./encoder.js"
 
 /** The CSV format driver for one export's config. */
 export const makeCsvDriver = (config: CsvConfig): FormatDriverShape => ({
@@ -19,7 +19,15 @@ export const makeCsvDriver = (config: CsvConfig): FormatDriverShape => ({
   open: Effect.fn("CsvFormat.open")(function* (schema: BatchSchema) {
     const encoder = makeCsvEncoder(schema, yield* csvFields(schema))
     return config.compression === "gzip" ? yield* gzipPart(encoder, "csv") : encoder
-  })
+  }),
+  rendered: {
+    dialect: "csv",
+    open: Effect.fn("CsvFormat.openRendered")(function* (schema: BatchSchema) {
+      yield* csvFields(schema)
+      const encoder = makeRenderedCsvEncoder(schema)
+      return config.compression === "gzip" ? yield* gzipPart(encoder, "csv") : encoder
+    })
+  }
 })
 
 /** `format: csv` — RFC 4180 text, optionally gzip-compressed. */
