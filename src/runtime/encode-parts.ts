@@ -2,26 +2,27 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { Batch, BatchSchema } from "./batch.js"
 import type { FormatError } from "./errors.js"
-import type { FormatDriverShape, PartEncoder } from "./plugin.js"
+import type { FormatDriverShape, RenderedChunk, RenderedPartEncoder } from "./plugin.js"
 
 /** Encoded output, tagged with the part it belongs to. `end` closes a part and carries its row count. */
 export type PartPiece =
   | { readonly _tag: "bytes"; readonly part: number; readonly bytes: Uint8Array }
   | { readonly _tag: "end"; readonly part: number; readonly rows: number }
 
-/**
- * Encodes batches into a stream of parts. A part is opened on the first non-empty batch (an export with
- * no rows has no part) and closed at the end of the stream or, with `maxFileSize`, as soon as its encoded
- * bytes reach that size (checked after each batch, so a part can exceed it by what one batch adds).
- */
-export const encodeParts = <E, R>(
-  batches: Stream.Stream<Batch, E, R>,
-  format: FormatDriverShape,
-  schema: BatchSchema,
+/** An encoder of one part for inputs of type `A` (batches, or rows a source rendered). */
+interface InputEncoder<A> {
+  readonly write: (input: A) => Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
+  readonly finish: Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
+}
+
+const encodeInputs = <A, E, R>(
+  inputs: Stream.Stream<A, E, R>,
+  rowsOf: (input: A) => number,
+  open: Effect.Effect<InputEncoder<A>, FormatError>,
   maxFileSize: number | undefined
 ): Stream.Stream<PartPiece, E | FormatError, R> =>
   Stream.suspend(() => {
-    let encoder: PartEncoder | undefined
+    let encoder: InputEncoder<A> | undefined
     let part = -1
     let partBytes = 0
     let partRows = 0
@@ -44,25 +45,58 @@ export const encodeParts = <E, R>(
         return out
       })
 
-    const onBatch = (batch: Batch) =>
+    const onInput = (input: A) =>
       Effect.gen(function* () {
         const out: Array<PartPiece> = []
-        if (batch.rowCount === 0) return out
+        const rows = rowsOf(input)
+        if (rows === 0) return out
         if (!encoder) {
-          encoder = yield* format.open(schema)
+          encoder = yield* open
           part++
           partBytes = 0
           partRows = 0
         }
-        emit(yield* encoder.write(batch), out)
-        partRows += batch.rowCount
+        emit(yield* encoder.write(input), out)
+        partRows += rows
         if (maxFileSize !== undefined && partBytes >= maxFileSize) yield* closePart(out)
         return out
       })
 
-    return batches.pipe(
-      Stream.mapEffect(onBatch),
+    return inputs.pipe(
+      Stream.mapEffect(onInput),
       Stream.concat(Stream.fromEffect(Effect.suspend(() => closePart([])))),
       Stream.flattenIterables
     )
   })
+
+/**
+ * Encodes batches into a stream of parts. A part is opened on the first non-empty batch (an export with
+ * no rows has no part) and closed at the end of the stream or, with `maxFileSize`, as soon as its encoded
+ * bytes reach that size (checked after each batch, so a part can exceed it by what one batch adds).
+ */
+export const encodeParts = <E, R>(
+  batches: Stream.Stream<Batch, E, R>,
+  format: FormatDriverShape,
+  schema: BatchSchema,
+  maxFileSize: number | undefined
+): Stream.Stream<PartPiece, E | FormatError, R> =>
+  encodeInputs(batches, (batch) => batch.rowCount, format.open(schema), maxFileSize)
+
+/**
+ * `encodeParts` for rows a source rendered in the format's dialect: the same parts, opened and closed at the same
+ * points (a chunk holds whole rows, so a part always ends on a row boundary).
+ */
+export const encodeRenderedParts = <E, R>(
+  chunks: Stream.Stream<RenderedChunk, E, R>,
+  open: Effect.Effect<RenderedPartEncoder, FormatError>,
+  maxFileSize: number | undefined
+): Stream.Stream<PartPiece, E | FormatError, R> =>
+  encodeInputs(
+    chunks,
+    (chunk) => chunk.rows,
+    Effect.map(open, (encoder): InputEncoder<RenderedChunk> => ({
+      write: (chunk) => encoder.write(chunk.bytes),
+      finish: encoder.finish
+    })),
+    maxFileSize
+  )

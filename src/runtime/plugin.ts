@@ -87,6 +87,24 @@ export interface SourceResult {
   readonly batches: Stream.Stream<Batch, SourceError>
 }
 
+/** Rows a source rendered itself in a format's dialect: whole rows, never a row split across two chunks. */
+export interface RenderedChunk {
+  readonly bytes: Uint8Array
+  readonly rows: number
+}
+
+/**
+ * What `openRendered` gives: the rows already rendered by the source (`Rendered`), or — when it cannot render this
+ * query (a type without a rendering, a `columns:` override) — the result as `open` would have given it (`Batches`),
+ * opened on the same snapshot.
+ */
+export type RenderedOrBatches =
+  | { readonly _tag: "Rendered"; readonly schema: BatchSchema; readonly chunks: Stream.Stream<RenderedChunk, SourceError> }
+  | { readonly _tag: "Batches"; readonly result: SourceResult }
+
+/** The text dialects a source may render rows in; `csv` is the CSV format's exact text (docs/formats/csv.md). */
+export type RenderDialect = "csv"
+
 /** A query's output columns, known without reading rows. */
 export interface SourceDescription {
   readonly schema: BatchSchema
@@ -137,6 +155,16 @@ export interface SourceDriverShape {
    * `undefined` when the source cannot tell (e.g. a table never analyzed).
    */
   readonly estimateRows?: (query: SourceQuery) => Effect.Effect<number | undefined, SourceError>
+  /**
+   * Opens a result like `open`, but with the rows rendered by the source itself in `dialect`, byte for byte what
+   * the format would write from the batches (e.g. PostgreSQL's `COPY … (FORMAT csv)`). The runtime asks for it only
+   * when nothing needs the values (no transform, no value-reading quality gate, no tracked cursor column) and the
+   * export's format takes that dialect; a source that cannot render the query answers `Batches`.
+   */
+  readonly openRendered?: (
+    query: SourceQuery,
+    dialect: RenderDialect
+  ) => Effect.Effect<RenderedOrBatches, SourceError, Scope.Scope>
 }
 
 /** The tag a source plugin's `make` layer provides. */
@@ -156,6 +184,12 @@ export interface PartEncoder {
   readonly finish: Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
 }
 
+/** Encodes one output part from rows a source rendered (see `SourceDriverShape.openRendered`). */
+export interface RenderedPartEncoder {
+  readonly write: (rows: Uint8Array) => Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
+  readonly finish: Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
+}
+
 /** What a format plugin's layer provides: a validator and a fresh `PartEncoder` per output part. */
 export interface FormatDriverShape {
   /** File extension without the dot: `parquet`. */
@@ -167,6 +201,14 @@ export interface FormatDriverShape {
   readonly validate: (schema: BatchSchema) => Effect.Effect<void, FormatError>
   /** A fresh encoder for one part. */
   readonly open: (schema: BatchSchema) => Effect.Effect<PartEncoder, FormatError>
+  /**
+   * Present when the format can take rows a source rendered in `dialect` (its own text, byte for byte): `open`
+   * gives a part encoder that adds what the format adds around the rows (a header, compression).
+   */
+  readonly rendered?: {
+    readonly dialect: RenderDialect
+    readonly open: (schema: BatchSchema) => Effect.Effect<RenderedPartEncoder, FormatError>
+  }
   /**
    * Counts the rows of one stored part (for `rivet validate`), reading it as a stream with bounded memory.
    * `read` opens the part's bytes from the start and may be called more than once; `key` is the part's key

@@ -1,7 +1,7 @@
 import postgres from "postgres"
 
-/** Statements a chunk or page runs: the export's query wrapped with the unit's filter, order or limit. */
-export const UNIT_STATEMENT = "SELECT * FROM (%"
+/** Statements a chunk or page runs: the export's query wrapped with the unit's filter, order or limit (within a COPY for CSV). */
+export const UNIT_STATEMENT = "%SELECT * FROM (%"
 
 export interface KillerOptions {
   /** The `application_name` the export's source connects with (set a unique one per test). */

@@ -84,10 +84,11 @@ describe("a backend terminated mid-stream (CLI)", () => {
       "name: h1_chunked, table: h1_src, mode: chunked, chunk_size: 20000, parallel: 2, format: csv, max_file_size: 1MiB"
     )
     // Two chunks statements running at once are in two threads: the main thread runs one chunk at a time.
+    // CSV chunks stream from COPY (a COPY has no pause between fetches): terminate them while they stream.
     const killer = startKiller(testPgUrl(), {
       app: "h1_chunked",
       statement: UNIT_STATEMENT,
-      phase: "between fetches",
+      phase: "streaming",
       when: partsCommitted(out, 2),
       together: 2
     })
@@ -153,7 +154,7 @@ describe("a backend terminated mid-stream (CLI)", () => {
 
   it("full: fails with exit 2 naming the export and the terminated connection; nothing is published", async () => {
     const { file, out } = configFor("h1_full", "name: h1_full, table: h1_src, format: csv")
-    const killer = startKiller(testPgUrl(), { app: "h1_full", statement: "SELECT * FROM %h1_src%", when: writingPart(out) })
+    const killer = startKiller(testPgUrl(), { app: "h1_full", statement: "%SELECT * FROM %h1_src%", when: writingPart(out) })
     const result = await runCli(["run", "-c", file])
     const killed = (await killer.stop()).flat()
     expect(killed.length, `${NEVER_FAULTED}\n${result.stderr}`).toBe(1)
@@ -200,7 +201,7 @@ describe("a backend terminated mid-stream (CLI)", () => {
     // The sleep runs only in the chunk's statement (the one with rivet's BETWEEN filter), not while planning reads
     // the key range; the pattern is split so that the query's own text does not match it.
     const query =
-      "SELECT h.id, h.label FROM h1_src h, (SELECT pg_sleep(CASE WHEN current_query() LIKE '%BETW' || 'EEN $%' THEN 3 ELSE 0 END)) AS s WHERE h.id <= 100"
+      "SELECT h.id, h.label FROM h1_src h, (SELECT pg_sleep(CASE WHEN current_query() LIKE '%BETW' || 'EEN %' THEN 3 ELSE 0 END)) AS s WHERE h.id <= 100"
     const { file, out } = configFor(
       "h1_timeout",
       `name: h1_timeout, query: "${query}", mode: chunked, chunk_column: id, chunk_size: 1000, format: csv`,
@@ -298,7 +299,7 @@ describe("a backend terminated mid-stream (in process)", () => {
     const killer = startKiller(testPgUrl(), {
       app: "h1_exhaust",
       statement: UNIT_STATEMENT,
-      phase: "between fetches",
+      phase: "streaming",
       rounds: Infinity
     })
     const { run, notices } = await runInProcess(config, dir, {

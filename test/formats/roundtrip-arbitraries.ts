@@ -1,5 +1,5 @@
 import * as fc from "fast-check"
-import { type BatchSchema, type Column, type LogicalType, makeBatch, shortestFloat32, type Batch, type Value } from "../../src/runtime/batch.js"
+import { type BatchSchema, type Column, type LogicalType, makeBatch, type Batch, type Value } from "../../src/runtime/batch.js"
 
 /**
  * fast-check arbitraries for batches of every logical type, in the value representations `src/runtime/batch.ts`
@@ -19,8 +19,43 @@ const edgesOr = <T>(edges: ReadonlyArray<T>, any: fc.Arbitrary<T>): fc.Arbitrary
 const int = (min: number, max: number) => edgesOr([min, max, 0, -1, 1], fc.integer({ min, max }))
 const int64 = (min: bigint, max: bigint, edges: ReadonlyArray<bigint>) => edgesOr(edges, fc.bigInt({ min, max }))
 
-// float4 values as the PostgreSQL source produces them: the shortest decimal that reads back to the float4
-// (shortestFloat32), NaN, ±Infinity, -0 and subnormals included.
+/**
+ * float4 values as the PostgreSQL source produces them: the shortest decimal that reads back to the float4,
+ * as a JS number (so `0.1` stays `0.1`, not 0.10000000149011612). NaN, ±Infinity, -0 and subnormals included.
+ */
+export const shortestFloat32 = (f: number): number => {
+  if (!Number.isFinite(f) || f === 0) return f
+  // PostgreSQL never picks a decimal exactly halfway between two float4s (68995696, not 68995700).
+  const next = (direction: number) => {
+    const bits = new Uint32Array(new Float32Array([f]).buffer)
+    bits[0]! += direction
+    return new Float32Array(bits.buffer)[0]!
+  }
+  const halfway = [(f + next(1)) / 2, (f + next(-1)) / 2]
+  // A float4 exactly halfway between two decimals of the shortest length takes the even one (toPrecision rounds up).
+  const nearest = (digits: number) => {
+    const exact = f.toExponential(100).replace(/0*e.*$/, "")
+    const up = Number(f.toPrecision(digits))
+    if (exact.replace(/[-.]/g, "").length !== digits + 1 || !exact.endsWith("5")) return up
+    const down = Number(`${exact.slice(0, -1)}${f.toExponential(100).slice(f.toExponential(100).indexOf("e"))}`)
+    return Number(String(down).replace(/e.*$/, "").replace(/[-.]/g, "").slice(-1)) % 2 === 0 ? down : up
+  }
+  // Below a power of two float4s are twice as dense: the decimal just above may fit where the nearest does not.
+  const above = (digits: number) => {
+    const text = Math.abs(f).toExponential(digits - 1)
+    const e = text.indexOf("e")
+    return Math.sign(f) * Number(`${(Number(text.slice(0, e)) + 10 ** (1 - digits)).toFixed(digits - 1)}${text.slice(e)}`)
+  }
+  const isPowerOfTwo = (new Uint32Array(new Float32Array([f]).buffer)[0]! & 0x7fffff) === 0
+  const fits = (candidate: number) => Math.fround(candidate) === f && !halfway.includes(candidate)
+  for (let digits = 1; digits < 9; digits++) {
+    const candidate = nearest(digits)
+    if (fits(candidate)) return candidate
+    if (isPowerOfTwo && fits(above(digits))) return above(digits)
+  }
+  return nearest(9)
+}
+
 const float32 = edgesOr(
   [-0, Number.NaN, Infinity, -Infinity, 3.4028235e38, -3.4028235e38, 1e-45, 1.1754944e-38, 16777216, 0.1],
   fc.float().map(shortestFloat32)

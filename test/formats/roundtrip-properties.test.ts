@@ -9,7 +9,7 @@ import parquet from "../../src/formats/parquet/index.js"
 import type { BatchSchema, LogicalType, Value } from "../../src/runtime/batch.js"
 import type { FormatPlugin } from "../../src/runtime/plugin.js"
 import { concat, metadataOf, readRowArrays } from "./parquet/read-back.js"
-import { partOf, type Part, toBatches } from "./roundtrip-arbitraries.js"
+import { partOf, type Part, shortestFloat32, toBatches } from "./roundtrip-arbitraries.js"
 import { decodeText, readCsv, readNdjson } from "./roundtrip-decode.js"
 import { encodePart, loadDriver } from "./text-support.js"
 
@@ -50,8 +50,8 @@ const encode = <C, I>(plugin: FormatPlugin<C, I>, block: unknown, input: Part): 
 type Reading = "parquet" | "csv" | "json"
 
 /**
- * What reading a value back gives, per the format docs: Parquet FLOAT holds the float4 itself (`Math.fround` of
- * the shortest decimal the source gave); JSON text (NDJSON, and list elements in CSV) turns line breaks into
+ * What reading a value back gives, per the format docs: a float32 is the float4 itself (`Math.fround` of the
+ * value given; in the text formats, its shortest round-trip decimal); JSON text (NDJSON, and list elements in CSV) turns line breaks into
  * spaces, and a `json` value `null` is written like SQL NULL.
  */
 const expected = (type: LogicalType, value: Value, reading: Reading): Value => {
@@ -60,7 +60,10 @@ const expected = (type: LogicalType, value: Value, reading: Reading): Value => {
     const items = value as ReadonlyArray<Value>
     return items.map((item) => expected(type.element, item, reading === "csv" ? "json" : reading))
   }
-  if (reading === "parquet" && type.kind === "float32") return Math.fround(value as number)
+  // A float32 column holds the float4 itself; the text formats write its shortest round-trip decimal.
+  if (type.kind === "float32") {
+    return reading === "parquet" ? Math.fround(value as number) : shortestFloat32(Math.fround(value as number))
+  }
   if (reading === "json" && type.kind === "json") {
     return value === "null" ? null : (value as string).replace(/[\r\n]/g, " ")
   }

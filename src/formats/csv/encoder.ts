@@ -1,112 +1,69 @@
 import { stringify } from "csv-stringify/sync"
 import * as Effect from "effect/Effect"
-import { type Batch, type BatchSchema, type LogicalType, valueAt } from "../../runtime/batch.js"
+import { type Batch, type BatchSchema, formatLogicalType } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
-import type { PartEncoder } from "../../runtime/plugin.js"
-import { type LineWriter, makeLineWriter } from "../text/lines.js"
-import {
-  columnRenderers,
-  formatRenderFailure,
-  type RenderFailure,
-  type Renderer,
-  textRenderer
-} from "../text/render.js"
+import type { PartEncoder, RenderedPartEncoder } from "../../runtime/plugin.js"
+import { batchMismatch, csvField, type FieldFactory, type FieldWriter } from "../text/fields.js"
+import { ByteOut } from "../text/out.js"
 
-/**
- * csv-stringify options for RFC 4180 with `\n` records: quote only when needed, and quote the empty string
- * (`/^$/` matches nothing else) so that it stays distinct from NULL, which is an empty unquoted field.
- */
-const QUOTING = { quoted_match: /^$/, quote_record_delimiter: true, eof: false } as const
+const COMMA = 0x2c
+const LF = 0x0a
 
-// csv-stringify leaves a non-empty field without these characters unchanged.
-const NEEDS_QUOTING_CHECK = /[",\r\n]/
-
-/**
- * What csv-stringify does with QUOTING to a field that is empty or holds one of those characters: double the
- * quotes and wrap the field in quotes (test/formats/csv pins the equivalence). A library call per field costs
- * ~1.6 µs and an options object, which made CSV encoding slower than reading from PostgreSQL.
- */
-const quoteField = (text: string): string => `"${text.includes('"') ? text.replaceAll('"', '""') : text}"`
-
-const checked =
-  (render: Renderer): Renderer =>
-  (value) => {
-    const text = render(value)
-    return text === "" || NEEDS_QUOTING_CHECK.test(text) ? quoteField(text) : text
-  }
-
-// Rendered as digits, signs, `.`, `:`, `-`, `T`, `Z` and letters only, never empty: always a valid bare field.
-const BARE_KINDS: ReadonlySet<LogicalType["kind"]> = new Set([
-  "int16",
-  "int32",
-  "int64",
-  "float32",
-  "float64",
-  "bool",
-  "date",
-  "time",
-  "timestamp",
-  "timestamptz"
-])
-
-/** The CSV field renderer for a type: its text rendering, quoted by csv-stringify when RFC 4180 requires it. */
-export const csvFieldRenderer = (type: LogicalType): Renderer | undefined => {
-  const render = textRenderer(type)
-  return render && (BARE_KINDS.has(type.kind) ? render : checked(render))
-}
-
-/** The header line: column names, quoted as needed. */
+/** The header line: column names, quoted as RFC 4180 needs (and the empty name as `""`), ended by `\n`. */
 export const csvHeader = (schema: BatchSchema): string =>
-  stringify([schema.columns.map((column) => column.name)], { ...QUOTING, eof: true })
-
-const encodeRows = (
-  batch: Batch,
-  fields: ReadonlyArray<Renderer>,
-  out: LineWriter
-): RenderFailure | undefined => {
-  const columns = batch.columns
-  const types = batch.schema.columns.map((column) => column.type)
-  const width = fields.length
-  let r = 0
-  let c = 0
-  try {
-    for (r = 0; r < batch.rowCount; r++) {
-      let line = ""
-      for (c = 0; c < width; c++) {
-        const value = valueAt(columns[c]!, types[c]!, r)
-        if (c > 0) line += ","
-        if (value !== null) line += fields[c]!(value)
-      }
-      out.write(line + "\n")
-    }
-  } catch (cause) {
-    return { column: c, row: r, cause }
-  }
-  return undefined
-}
+  stringify([schema.columns.map((column) => column.name)], {
+    quoted_match: /^$/,
+    quote_record_delimiter: true,
+    eof: true
+  })
 
 const failure = (message: string, hint?: string) =>
   new FormatError({ format: "csv", message, ...(hint === undefined ? {} : { hint }) })
 
 /** Checks that every column of `schema` can be written as CSV and returns the field renderers. */
-export const csvRenderers = (schema: BatchSchema): Effect.Effect<ReadonlyArray<Renderer>, FormatError> => {
+export const csvFields = (schema: BatchSchema): Effect.Effect<ReadonlyArray<FieldFactory>, FormatError> => {
   if (schema.columns.length === 0)
     return Effect.fail(failure("CSV needs at least one column", "select at least one column in the export's query"))
-  return columnRenderers(
-    schema.columns,
-    csvFieldRenderer,
-    "csv",
-    "cast the column to a supported type in the query, or use `format: parquet`"
-  )
+  const fields: Array<FieldFactory> = []
+  for (const column of schema.columns) {
+    const field = csvField(column.type)
+    if (field === undefined)
+      return Effect.fail(
+        failure(
+          `CSV cannot encode column "${column.name}" of type ${formatLogicalType(column.type)}`,
+          "cast the column to a supported type in the query, or use `format: parquet`"
+        )
+      )
+    fields.push(field)
+  }
+  return Effect.succeed(fields)
+}
+
+const encodeRows = (batch: Batch, fields: ReadonlyArray<FieldFactory>, out: ByteOut): void => {
+  const width = fields.length
+  const writers: Array<FieldWriter> = []
+  const validity: Array<Uint8Array | undefined> = []
+  for (let c = 0; c < width; c++) {
+    writers.push(fields[c]!(batch.columns[c]!))
+    validity.push(batch.columns[c]!.validity)
+  }
+  for (let r = 0; r < batch.rowCount; r++) {
+    for (let c = 0; c < width; c++) {
+      if (c > 0) out.byte(COMMA)
+      const valid = validity[c]
+      if (valid === undefined || (valid[r >>> 3]! & (1 << (r & 7))) !== 0) writers[c]!(out, r)
+    }
+    out.byte(LF)
+  }
 }
 
 /** A CSV part: the header first (also in a part without rows), then one line per row. */
-export const makeCsvEncoder = (schema: BatchSchema, fields: ReadonlyArray<Renderer>): PartEncoder => {
-  const out = makeLineWriter()
-  let header: string | undefined = csvHeader(schema)
+export const makeCsvEncoder = (schema: BatchSchema, fields: ReadonlyArray<FieldFactory>): PartEncoder => {
+  const out = new ByteOut()
+  let header: Uint8Array | undefined = Buffer.from(csvHeader(schema), "utf8")
   const writeHeader = () => {
     if (header === undefined) return
-    out.write(header)
+    out.copy(header, 0, header.length)
     header = undefined
   }
   return {
@@ -115,15 +72,30 @@ export const makeCsvEncoder = (schema: BatchSchema, fields: ReadonlyArray<Render
         return yield* failure(
           `a batch has ${batch.columns.length} columns but the part was opened with ${fields.length}`
         )
+      const mismatch = batchMismatch(schema, batch.columns, batch.rowCount)
+      if (mismatch !== undefined) return yield* failure(mismatch, "the source or transform built a batch that does not match its schema")
       writeHeader()
-      const failed = encodeRows(batch, fields, out)
-      if (failed === undefined) return out.take()
-      out.take()
-      return yield* failure(formatRenderFailure(schema, failed), "the source produced a value of the wrong type")
+      encodeRows(batch, fields, out)
+      return out.take()
     }),
     finish: Effect.sync(() => {
       writeHeader()
       return out.take()
     }).pipe(Effect.withSpan("CsvFormat.finish"))
+  }
+}
+
+/** A CSV part from rows the source rendered in the CSV dialect: the header, then the rows as they are. */
+export const makeRenderedCsvEncoder = (schema: BatchSchema): RenderedPartEncoder => {
+  let header: Uint8Array | undefined = Buffer.from(csvHeader(schema), "utf8")
+  const withHeader = (rows: ReadonlyArray<Uint8Array>): ReadonlyArray<Uint8Array> => {
+    if (header === undefined) return rows
+    const first = header
+    header = undefined
+    return [first, ...rows]
+  }
+  return {
+    write: (rows) => Effect.sync(() => withHeader(rows.byteLength === 0 ? [] : [rows])),
+    finish: Effect.sync(() => withHeader([]))
   }
 }

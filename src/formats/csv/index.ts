@@ -5,7 +5,7 @@ import { defineFormat, FormatDriver, type FormatDriverShape } from "../../runtim
 import { countTextRows, csvRowCounter } from "../text/count-rows.js"
 import { gzipPart } from "../text/gzip.js"
 import { CsvConfig } from "./config.js"
-import { csvRenderers, makeCsvEncoder } from "./encoder.js"
+import { csvFields, makeCsvEncoder, makeRenderedCsvEncoder } from "./encoder.js"
 
 /** The CSV format driver for one export's config. */
 export const makeCsvDriver = (config: CsvConfig): FormatDriverShape => ({
@@ -14,12 +14,20 @@ export const makeCsvDriver = (config: CsvConfig): FormatDriverShape => ({
   compression: config.compression,
   countRows: countTextRows("csv", csvRowCounter),
   validate: Effect.fn("CsvFormat.validate")(function* (schema: BatchSchema) {
-    yield* csvRenderers(schema)
+    yield* csvFields(schema)
   }),
   open: Effect.fn("CsvFormat.open")(function* (schema: BatchSchema) {
-    const encoder = makeCsvEncoder(schema, yield* csvRenderers(schema))
+    const encoder = makeCsvEncoder(schema, yield* csvFields(schema))
     return config.compression === "gzip" ? yield* gzipPart(encoder, "csv") : encoder
-  })
+  }),
+  rendered: {
+    dialect: "csv",
+    open: Effect.fn("CsvFormat.openRendered")(function* (schema: BatchSchema) {
+      yield* csvFields(schema)
+      const encoder = makeRenderedCsvEncoder(schema)
+      return config.compression === "gzip" ? yield* gzipPart(encoder, "csv") : encoder
+    })
+  }
 })
 
 /** `format: csv` — RFC 4180 text, optionally gzip-compressed. */

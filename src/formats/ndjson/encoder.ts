@@ -1,15 +1,9 @@
 import * as Effect from "effect/Effect"
-import { type Batch, type BatchSchema, valueAt } from "../../runtime/batch.js"
+import { type Batch, type BatchSchema, formatLogicalType } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
-import { type LineWriter, makeLineWriter } from "../text/lines.js"
-import {
-  columnRenderers,
-  formatRenderFailure,
-  jsonRenderer,
-  type RenderFailure,
-  type Renderer
-} from "../text/render.js"
+import { batchMismatch, type FieldFactory, type FieldWriter, jsonField } from "../text/fields.js"
+import { ByteOut } from "../text/out.js"
 
 const failure = (message: string, hint?: string) =>
   new FormatError({ format: "ndjson", message, ...(hint === undefined ? {} : { hint }) })
@@ -18,8 +12,9 @@ const failure = (message: string, hint?: string) =>
  * Checks that every column of `schema` can be written as NDJSON and returns the value renderers. Column names
  * must be unique: a JSON object with a repeated key loses all but one value in most readers.
  */
-export const ndjsonRenderers = (schema: BatchSchema): Effect.Effect<ReadonlyArray<Renderer>, FormatError> => {
+export const ndjsonFields = (schema: BatchSchema): Effect.Effect<ReadonlyArray<FieldFactory>, FormatError> => {
   const seen = new Set<string>()
+  const fields: Array<FieldFactory> = []
   for (const column of schema.columns) {
     if (seen.has(column.name))
       return Effect.fail(
@@ -29,55 +24,66 @@ export const ndjsonRenderers = (schema: BatchSchema): Effect.Effect<ReadonlyArra
         )
       )
     seen.add(column.name)
+    const field = jsonField(column.type)
+    if (field === undefined)
+      return Effect.fail(
+        failure(
+          `NDJSON cannot encode column "${column.name}" of type ${formatLogicalType(column.type)}`,
+          "cast the column to a supported type in the query"
+        )
+      )
+    fields.push(field)
   }
-  return columnRenderers(schema.columns, jsonRenderer, "ndjson", "cast the column to a supported type in the query")
+  return Effect.succeed(fields)
 }
 
-/** `{"a":` for the first column, `,"b":` for the next ones. */
-const keyPrefixes = (schema: BatchSchema): ReadonlyArray<string> =>
-  schema.columns.map((column, c) => `${c === 0 ? "{" : ","}${JSON.stringify(column.name)}:`)
+const NULL = Buffer.from("null")
+
+/** `{"a":` for the first column, `,"b":` for the next ones, as UTF-8. */
+const keyPrefixes = (schema: BatchSchema): ReadonlyArray<Uint8Array> =>
+  schema.columns.map((column, c) => Buffer.from(`${c === 0 ? "{" : ","}${JSON.stringify(column.name)}:`, "utf8"))
 
 const encodeRows = (
   batch: Batch,
-  prefixes: ReadonlyArray<string>,
-  values: ReadonlyArray<Renderer>,
-  out: LineWriter
-): RenderFailure | undefined => {
-  const columns = batch.columns
-  const types = batch.schema.columns.map((column) => column.type)
-  const width = values.length
-  const rowEnd = width === 0 ? "{}\n" : "}\n"
-  let r = 0
-  let c = 0
-  try {
-    for (r = 0; r < batch.rowCount; r++) {
-      let line = ""
-      for (c = 0; c < width; c++) {
-        const value = valueAt(columns[c]!, types[c]!, r)
-        line += prefixes[c]! + (value === null ? "null" : values[c]!(value))
-      }
-      out.write(line + rowEnd)
-    }
-  } catch (cause) {
-    return { column: c, row: r, cause }
+  prefixes: ReadonlyArray<Uint8Array>,
+  fields: ReadonlyArray<FieldFactory>,
+  rowEnd: Uint8Array,
+  out: ByteOut
+): void => {
+  const width = fields.length
+  const writers: Array<FieldWriter> = []
+  const validity: Array<Uint8Array | undefined> = []
+  for (let c = 0; c < width; c++) {
+    writers.push(fields[c]!(batch.columns[c]!))
+    validity.push(batch.columns[c]!.validity)
   }
-  return undefined
+  for (let r = 0; r < batch.rowCount; r++) {
+    for (let c = 0; c < width; c++) {
+      const prefix = prefixes[c]!
+      out.copy(prefix, 0, prefix.length)
+      const valid = validity[c]
+      if (valid === undefined || (valid[r >>> 3]! & (1 << (r & 7))) !== 0) writers[c]!(out, r)
+      else out.copy(NULL, 0, 4)
+    }
+    out.copy(rowEnd, 0, rowEnd.length)
+  }
 }
 
 /** An NDJSON part: one JSON object per row, each line ended by `\n`; a part without rows is empty. */
-export const makeNdjsonEncoder = (schema: BatchSchema, values: ReadonlyArray<Renderer>): PartEncoder => {
+export const makeNdjsonEncoder = (schema: BatchSchema, fields: ReadonlyArray<FieldFactory>): PartEncoder => {
   const prefixes = keyPrefixes(schema)
-  const out = makeLineWriter()
+  const rowEnd = Buffer.from(fields.length === 0 ? "{}\n" : "}\n")
+  const out = new ByteOut()
   return {
     write: Effect.fn("NdjsonFormat.write")(function* (batch: Batch) {
-      if (batch.columns.length !== values.length)
+      if (batch.columns.length !== fields.length)
         return yield* failure(
-          `a batch has ${batch.columns.length} columns but the part was opened with ${values.length}`
+          `a batch has ${batch.columns.length} columns but the part was opened with ${fields.length}`
         )
-      const failed = encodeRows(batch, prefixes, values, out)
-      if (failed === undefined) return out.take()
-      out.take()
-      return yield* failure(formatRenderFailure(schema, failed), "the source produced a value of the wrong type")
+      const mismatch = batchMismatch(schema, batch.columns, batch.rowCount)
+      if (mismatch !== undefined) return yield* failure(mismatch, "the source or transform built a batch that does not match its schema")
+      encodeRows(batch, prefixes, fields, rowEnd, out)
+      return out.take()
     }),
     finish: Effect.succeed([])
   }

@@ -5,7 +5,7 @@ import { defineFormat, FormatDriver, type FormatDriverShape } from "../../runtim
 import { countTextRows, ndjsonRowCounter } from "../text/count-rows.js"
 import { gzipPart } from "../text/gzip.js"
 import { NdjsonConfig } from "./config.js"
-import { makeNdjsonEncoder, ndjsonRenderers } from "./encoder.js"
+import { makeNdjsonEncoder, ndjsonFields } from "./encoder.js"
 
 /** The NDJSON format driver for one export's config. */
 export const makeNdjsonDriver = (config: NdjsonConfig): FormatDriverShape => ({
@@ -14,10 +14,10 @@ export const makeNdjsonDriver = (config: NdjsonConfig): FormatDriverShape => ({
   compression: config.compression,
   countRows: countTextRows("ndjson", ndjsonRowCounter),
   validate: Effect.fn("NdjsonFormat.validate")(function* (schema: BatchSchema) {
-    yield* ndjsonRenderers(schema)
+    yield* ndjsonFields(schema)
   }),
   open: Effect.fn("NdjsonFormat.open")(function* (schema: BatchSchema) {
-    const encoder = makeNdjsonEncoder(schema, yield* ndjsonRenderers(schema))
+    const encoder = makeNdjsonEncoder(schema, yield* ndjsonFields(schema))
     return config.compression === "gzip" ? yield* gzipPart(encoder, "ndjson") : encoder
   })
 })

@@ -2,7 +2,6 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as zlib from "node:zlib"
 import { describeCause, FormatError } from "../../runtime/errors.js"
-import type { PartEncoder } from "../../runtime/plugin.js"
 
 /** Compression of a text format's parts. */
 export type TextCompression = "none" | "gzip"
@@ -24,12 +23,18 @@ export const textCompressionField = (label: string) =>
     description: `Compression of each ${label} part: none (default) or gzip (one gzip stream per file, extension .gz).`
   })
 
+/** A part encoder of some input (batches, or rows a source rendered): bytes out as they are ready. */
+export interface ChunkEncoder<I> {
+  readonly write: (input: I) => Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
+  readonly finish: Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
+}
+
 /**
  * Wraps a part encoder so that each part is one gzip member, compressed as it streams. The zlib stream runs in
  * paused mode and is drained after every write, so what `write` returns is whatever zlib has produced so far and
  * memory stays bounded by one batch; `finish` ends the member (trailer with CRC32 and length).
  */
-export const gzipPart = (inner: PartEncoder, format: string): Effect.Effect<PartEncoder, FormatError> =>
+export const gzipPart = <I>(inner: ChunkEncoder<I>, format: string): Effect.Effect<ChunkEncoder<I>, FormatError> =>
   Effect.sync(() => {
     const gzip = zlib.createGzip()
     let pending: Array<Uint8Array> = []
@@ -83,7 +88,7 @@ export const gzipPart = (inner: PartEncoder, format: string): Effect.Effect<Part
     })
 
     return {
-      write: (batch) => Effect.flatMap(inner.write(batch), compress),
+      write: (input: I) => Effect.flatMap(inner.write(input), compress),
       finish: Effect.flatMap(inner.finish, (tail) =>
         Effect.flatMap(compress(tail), (head) => Effect.map(end, (rest) => [...head, ...rest]))
       )

@@ -1,6 +1,7 @@
 import type { LogicalType, Value } from "../batch.js"
 import { BinaryBuilder, BoolBuilder, FixedBuilder, ListBuilder, NumberBuilder } from "./builders.js"
 import { boolAt, type ColumnData, isValid } from "./data.js"
+import { float32Text } from "./float32.js"
 
 /**
  * The edge between column buffers and `Value`s (see `Value` in batch.ts): row objects for users and tests, and
@@ -175,21 +176,14 @@ export const valueAppender = (type: LogicalType, capacity = 1024): ValueAppender
   }
 }
 
-// ignoreBOM: a text that starts with U+FEFF keeps it (the default decoder drops it).
+// ignoreBOM: a leading U+FEFF is part of the value (the default decoder drops it).
 const decoder = new TextDecoder("utf-8", { ignoreBOM: true })
 
 /**
  * The shortest decimal that reads back as the float32 `value`, as a JS number: 1.1 rather than the double
- * 1.100000023841858 a Float32Array holds. The number PostgreSQL prints for a float4 (shortest round-trip).
+ * 1.100000023841858 a Float32Array holds — the number PostgreSQL prints for that float4 (see `float32Text`).
  */
-export const shortestFloat32 = (value: number): number => {
-  if (!Number.isFinite(value) || value === 0) return value
-  for (let digits = 1; digits < 9; digits++) {
-    const candidate = +value.toPrecision(digits)
-    if (Math.fround(candidate) === value) return candidate
-  }
-  return +value.toPrecision(9)
-}
+export const shortestFloat32 = (value: number): number => (Number.isFinite(value) && value !== 0 ? Number(float32Text(value)) : value)
 
 /** The `Value` of row `row` (see the table on `Value`): a fresh JS value, safe to keep. */
 export const valueAt = (column: ColumnData, type: LogicalType, row: number): Value => {

@@ -1,11 +1,11 @@
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { type Batch, type BatchSchema, valueAt } from "../batch.js"
-import { encodeParts } from "../encode-parts.js"
+import { encodeParts, encodeRenderedParts, type PartPiece } from "../encode-parts.js"
 import { type RivetError, SourceError } from "../errors.js"
 import { keyText } from "../key-text.js"
 import type { PartRecord } from "../manifest.js"
-import type { SourceQuery } from "../plugin.js"
+import type { RenderedOrBatches, SourceQuery } from "../plugin.js"
 import { uploadParts } from "../upload-parts.js"
 import type { ExportContext } from "./context.js"
 
@@ -66,6 +66,23 @@ const makeTracker = (ctx: UnitContext, schema: BatchSchema, columns: ReadonlyArr
 }
 
 /**
+ * Whether the unit may read rows the source rendered in the format's dialect (PostgreSQL's COPY … CSV): only when
+ * nothing needs the values — no transform, no quality gate reading values, no tracked cursor column.
+ */
+const mayRender = (ctx: UnitContext, work: UnitWork): boolean =>
+  ctx.format.rendered !== undefined &&
+  ctx.source.openRendered !== undefined &&
+  ctx.spec.transform === undefined &&
+  !(ctx.gates?.needsValues ?? false) &&
+  (work.track ?? []).length === 0
+
+/** Opens the unit's result: rendered rows when allowed and the source can render them, batches otherwise. */
+const openUnit = (ctx: UnitContext, work: UnitWork) =>
+  mayRender(ctx, work)
+    ? ctx.source.openRendered!(work.query, ctx.format.rendered!.dialect)
+    : Effect.map(ctx.source.open(work.query), (result): RenderedOrBatches => ({ _tag: "Batches", result }))
+
+/**
  * Runs one unit: opens the query, passes the batches through the program's transform, encodes them into parts
  * and uploads each part. Everything it opens (cursor, connection, uploads) closes with it; uploads still open when
  * it fails or is interrupted are aborted.
@@ -74,7 +91,47 @@ export const runUnit = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOut
   Effect.scoped(
     Effect.gen(function* () {
       const { progress } = ctx
-      const result = yield* ctx.source.open(work.query)
+      const upload = (pieces: Stream.Stream<PartPiece, RivetError>) =>
+        uploadParts(pieces, {
+          sink: ctx.sink,
+          contentType: ctx.format.contentType,
+          keyOf: work.keyOf,
+          retry: ctx.retry,
+          onRetry: () => {
+            progress.retries++
+          },
+          onCommitted: (part) => {
+            progress.parts++
+            // Reporters write synchronously (a line on stderr); the callback runs inside the upload stream.
+            if (ctx.reporter.partCommitted) Effect.runSync(ctx.reporter.partCommitted(ctx.spec.name, part))
+          },
+          onBytes: (count) => {
+            progress.bytes += count
+          },
+          onBegin: (key) => ctx.uploads?.noteKey(key)
+        })
+      const opened = yield* openUnit(ctx, work)
+      if (opened._tag === "Rendered") {
+        const { schema } = opened
+        yield* ctx.checkSchema(schema)
+        yield* ctx.format.validate(schema)
+        let sourceRows = 0
+        const chunks = opened.chunks.pipe(
+          Stream.tap((chunk) =>
+            Effect.sync(() => {
+              sourceRows += chunk.rows
+              progress.rows += chunk.rows
+            })
+          ),
+          Stream.buffer({ capacity: 1 })
+        )
+        const pieces = encodeRenderedParts(chunks, ctx.format.rendered!.open(schema), ctx.spec.maxFileSize).pipe(
+          Stream.buffer({ capacity: 2 })
+        )
+        const parts = yield* upload(pieces)
+        return { parts, rows: parts.reduce((sum, part) => sum + part.rows, 0), sourceRows, schema, last: [] }
+      }
+      const result = opened.result
       const tracker = yield* makeTracker(ctx, result.schema, work.track ?? [])
       let sourceRows = 0
       const observed = result.batches.pipe(
@@ -101,24 +158,7 @@ export const runUnit = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOut
       const pieces = encodeParts(batches, ctx.format, output.schema, ctx.spec.maxFileSize).pipe(
         Stream.buffer({ capacity: 2 })
       )
-      const parts = yield* uploadParts(pieces, {
-        sink: ctx.sink,
-        contentType: ctx.format.contentType,
-        keyOf: work.keyOf,
-        retry: ctx.retry,
-        onRetry: () => {
-          progress.retries++
-        },
-        onCommitted: (part) => {
-          progress.parts++
-          // Reporters write synchronously (a line on stderr); the callback runs inside the upload stream.
-          if (ctx.reporter.partCommitted) Effect.runSync(ctx.reporter.partCommitted(ctx.spec.name, part))
-        },
-        onBytes: (count) => {
-          progress.bytes += count
-        },
-        onBegin: (key) => ctx.uploads?.noteKey(key)
-      })
+      const parts = yield* upload(pieces)
       return {
         parts,
         rows: parts.reduce((sum, part) => sum + part.rows, 0),

@@ -4,12 +4,13 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import postgres from "postgres"
 import type { SourceError } from "../../runtime/errors.js"
-import type { PluginContext, SourceDriverShape, SourceQuery } from "../../runtime/plugin.js"
+import type { PluginContext, RenderDialect, SourceDriverShape, SourceQuery } from "../../runtime/plugin.js"
 import type { PostgresConfig } from "./config.js"
 import { startEmbedded } from "./embedded.js"
 import { addressOf, type ErrorContext, fromPostgres, type ResolvedUrl, sourceError } from "./errors.js"
 import { estimateQueryRows } from "./estimate.js"
 import { describeQuery, queryBounds } from "./inspect.js"
+import { openRendered } from "./rendered.js"
 import { openResult } from "./result.js"
 import type { SessionSettings } from "./session.js"
 import { queryProblem, renderForDisplay } from "./statement.js"
@@ -119,6 +120,10 @@ export const makePostgresDriver = (
       return yield* openResult(pool, query, settings, yield* queryContext(query))
     })
 
+    const rendered = Effect.fn("PostgresSource.openRendered")(function* (query: SourceQuery, dialect: RenderDialect) {
+      return yield* openRendered(pool, query, dialect, settings, yield* queryContext(query))
+    })
+
     const describe = Effect.fn("PostgresSource.describe")(function* (query: SourceQuery) {
       return yield* describeQuery(pool, query, settings, yield* queryContext(query))
     })
@@ -131,5 +136,15 @@ export const makePostgresDriver = (
       return yield* estimateQueryRows(pool, query, settings, yield* queryContext(query))
     })
 
-    return { label: "Postgres", displayUrl, check, open, describe, bounds, render: renderForDisplay, estimateRows }
+    return {
+      label: "Postgres",
+      displayUrl,
+      check,
+      open,
+      openRendered: rendered,
+      describe,
+      bounds,
+      render: renderForDisplay,
+      estimateRows
+    }
   })

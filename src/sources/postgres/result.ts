@@ -114,7 +114,7 @@ const decodeBatch = (
 
 const CUT_SHORT = Symbol("CutShort")
 
-const openCursor = (
+export const openCursor = (
   connection: postgres.TransactionSql,
   statement: Statement,
   batchSize: number,

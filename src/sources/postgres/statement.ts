@@ -60,7 +60,7 @@ const lastCodeIndex = (sql: string): number => {
 
 // One trailing `;` (even before a trailing comment) would end the statement inside the parentheses; a trailing
 // `-- comment` would swallow the closing parenthesis, hence the newline before it.
-const stripTerminator = (sql: string): string => {
+export const stripTerminator = (sql: string): string => {
   const last = lastCodeIndex(sql)
   return last >= 0 && sql[last] === ";" ? `${sql.slice(0, last)}${sql.slice(last + 1)}`.trimEnd() : sql.trimEnd()
 }

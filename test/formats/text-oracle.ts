@@ -1,11 +1,13 @@
-import * as Effect from "effect/Effect"
-import { type BatchSchema, type Column, formatLogicalType, type LogicalType, type Value } from "../../runtime/batch.js"
-import { FormatError } from "../../runtime/errors.js"
-import { describeCause } from "../../runtime/errors.js"
-import { renderDate, renderTime, renderTimestamp, renderTimestamptz } from "../../runtime/temporal-text.js"
+import { stringify } from "csv-stringify/sync"
+import { type Batch, type BatchSchema, type LogicalType, type Value, valueAt } from "../../src/runtime/batch.js"
+import { shortestFloat32 } from "./roundtrip-arbitraries.js"
+import { renderDate, renderTime, renderTimestamp, renderTimestamptz } from "../../src/runtime/temporal-text.js"
 
 /**
- * Text rendering of batch values, shared by the CSV and NDJSON formats. Every function takes a non-null value in
+ * The value-by-value text renderers the CSV and NDJSON formats used before they rendered straight from column
+ * buffers into bytes, kept as the oracle the byte renderers are compared with (text-identity.test.ts), with one
+ * change: a float32 is the shortest decimal that reads back to the float4 (what PostgreSQL's text gave before
+ * batches held float4 values in a Float32Array). Every function takes a non-null value in
  * the representation `src/runtime/batch.ts` defines for its logical type; NULL is the caller's business.
  * Dates and times come from `src/runtime/temporal-text.ts` (exact, never through JS `Date`).
  */
@@ -72,6 +74,7 @@ export const jsonRenderer = (type: LogicalType): Renderer | undefined => {
     case "int64":
       return (value) => `"${big(value)}"`
     case "float32":
+      return (value) => renderJsonFloat(shortestFloat32(num(value)))
     case "float64":
       return (value) => renderJsonFloat(num(value))
     case "bool":
@@ -128,6 +131,7 @@ export const textRenderer = (type: LogicalType): Renderer | undefined => {
     case "int64":
       return (value) => `${big(value)}`
     case "float32":
+      return (value) => renderFloat(shortestFloat32(num(value)))
     case "float64":
       return (value) => renderFloat(num(value))
     case "bool":
@@ -155,40 +159,42 @@ export const textRenderer = (type: LogicalType): Renderer | undefined => {
   }
 }
 
-/** One renderer per column, or a FormatError naming the first column the format cannot encode. */
-export const columnRenderers = (
-  columns: ReadonlyArray<Column>,
-  factory: (type: LogicalType) => Renderer | undefined,
-  format: "csv" | "ndjson",
-  hint: string
-): Effect.Effect<ReadonlyArray<Renderer>, FormatError> => {
-  const renderers: Array<Renderer> = []
-  for (const column of columns) {
-    const renderer = factory(column.type)
-    if (renderer === undefined) {
-      return Effect.fail(
-        new FormatError({
-          format,
-          message: `${format.toUpperCase()} cannot encode column "${column.name}" of type ${formatLogicalType(column.type)}`,
-          hint
-        })
-      )
+const NEEDS_QUOTING = /[",\r\n]/
+
+/** A CSV field as csv-stringify quotes it with `quoted_match: /^$/` (test/formats/csv pins the equivalence). */
+const csvQuote = (text: string): string =>
+  text === "" || NEEDS_QUOTING.test(text) ? `"${text.replaceAll('"', '""')}"` : text
+
+/** A whole CSV part as the old encoder wrote it: header, then one line per row, NULL as an empty field. */
+export const oracleCsv = (schema: BatchSchema, batches: ReadonlyArray<Batch>): string => {
+  const types = schema.columns.map((column) => column.type)
+  const renderers = types.map((type) => textRenderer(type)!)
+  let text = stringify([schema.columns.map((column) => column.name)], { quoted_match: /^$/, quote_record_delimiter: true })
+  for (const batch of batches) {
+    for (let r = 0; r < batch.rowCount; r++) {
+      const fields = types.map((type, c) => {
+        const value = valueAt(batch.columns[c]!, type, r)
+        return value === null ? "" : csvQuote(renderers[c]!(value))
+      })
+      text += `${fields.join(",")}\n`
     }
-    renderers.push(renderer)
   }
-  return Effect.succeed(renderers)
+  return text
 }
 
-/** Where rendering a batch failed: the column index, the row in the batch and what was thrown. */
-export interface RenderFailure {
-  readonly column: number
-  readonly row: number
-  readonly cause: unknown
-}
-
-/** `cannot render row 3 of a batch, column "at" (timestamp): …` */
-export const formatRenderFailure = (schema: BatchSchema, failure: RenderFailure): string => {
-  const column = schema.columns[failure.column]
-  const where = column ? `column "${column.name}" (${formatLogicalType(column.type)})` : `column ${failure.column + 1}`
-  return `cannot render row ${failure.row + 1} of a batch, ${where}: ${describeCause(failure.cause)}`
+/** A whole NDJSON part as the old encoder wrote it. */
+export const oracleNdjson = (schema: BatchSchema, batches: ReadonlyArray<Batch>): string => {
+  const types = schema.columns.map((column) => column.type)
+  const renderers = types.map((type) => jsonRenderer(type)!)
+  let text = ""
+  for (const batch of batches) {
+    for (let r = 0; r < batch.rowCount; r++) {
+      const fields = types.map((type, c) => {
+        const value = valueAt(batch.columns[c]!, type, r)
+        return `${JSON.stringify(schema.columns[c]!.name)}:${value === null ? "null" : renderers[c]!(value)}`
+      })
+      text += `{${fields.join(",")}}\n`
+    }
+  }
+  return text
 }
