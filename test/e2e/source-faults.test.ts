@@ -87,7 +87,7 @@ describe("a backend terminated mid-stream (CLI)", () => {
     const killer = startKiller(testPgUrl(), {
       app: "h1_chunked",
       statement: UNIT_STATEMENT,
-      phase: "between fetches",
+      phase: "streaming",
       when: partsCommitted(out, 2),
       together: 2
     })
@@ -153,7 +153,7 @@ describe("a backend terminated mid-stream (CLI)", () => {
 
   it("full: fails with exit 2 naming the export and the terminated connection; nothing is published", async () => {
     const { file, out } = configFor("h1_full", "name: h1_full, table: h1_src, format: csv")
-    const killer = startKiller(testPgUrl(), { app: "h1_full", statement: "SELECT * FROM %h1_src%", when: writingPart(out) })
+    const killer = startKiller(testPgUrl(), { app: "h1_full", statement: "COPY (SELECT * FROM %h1_src%", when: writingPart(out) })
     const result = await runCli(["run", "-c", file])
     const killed = (await killer.stop()).flat()
     expect(killed.length, `${NEVER_FAULTED}\n${result.stderr}`).toBe(1)
@@ -197,10 +197,10 @@ describe("a backend terminated mid-stream (CLI)", () => {
   }, 60_000)
 
   it("statement_timeout is permanent: exit 1 after exactly one attempt, with the hint", async () => {
-    // The sleep runs only in the chunk's statement (the one with rivet's BETWEEN filter), not while planning reads
+    // The sleep runs only in the chunk's statement (the one with rivet's BETWEEN filter, its bounds inlined as E'…'), not while planning reads
     // the key range; the pattern is split so that the query's own text does not match it.
     const query =
-      "SELECT h.id, h.label FROM h1_src h, (SELECT pg_sleep(CASE WHEN current_query() LIKE '%BETW' || 'EEN $%' THEN 3 ELSE 0 END)) AS s WHERE h.id <= 100"
+      "SELECT h.id, h.label FROM h1_src h, (SELECT pg_sleep(CASE WHEN current_query() LIKE '%BETW' || 'EEN E''%' THEN 3 ELSE 0 END)) AS s WHERE h.id <= 100"
     const { file, out } = configFor(
       "h1_timeout",
       `name: h1_timeout, query: "${query}", mode: chunked, chunk_column: id, chunk_size: 1000, format: csv`,
@@ -254,6 +254,9 @@ describe("a backend terminated mid-stream (in process)", () => {
   it("a retried chunk counts once in the quality gates and the progress (no false duplicates)", async () => {
     const { config, dir, out } = inProcessConfig("h1_gates", {
       name: "h1_gates",
+      // Read with COPY, a 5000-row chunk is sent in a few milliseconds; 1 ms every 10 rows keeps each chunk streaming
+      // for a while, so that the terminations hit chunks mid-stream.
+      query: `SELECT h.* FROM h1_src h, LATERAL (SELECT pg_sleep(CASE WHEN h.id % 10 = 0 THEN 0.001 ELSE 0 END)) AS slow WHERE h.id <= ${SUBSET}`,
       mode: "chunked",
       chunk_column: "id",
       chunk_size: 5000,
@@ -265,7 +268,7 @@ describe("a backend terminated mid-stream (in process)", () => {
     const killer = startKiller(testPgUrl(), {
       app: "h1_gates",
       statement: UNIT_STATEMENT,
-      phase: "between fetches",
+      phase: "streaming",
       when: partsCommitted(out, 2)
     })
     const { run, progress } = await runInProcess(config, dir)

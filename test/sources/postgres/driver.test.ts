@@ -6,6 +6,7 @@ import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as Chunk from "effect/Chunk"
 import type postgres from "postgres"
+import { columnValues } from "../../../src/runtime/batch.js"
 import { SourceError } from "../../../src/runtime/errors.js"
 import { SourceDriver } from "../../../src/runtime/plugin.js"
 import { testPgUrl } from "../../support/pg.js"
@@ -94,7 +95,7 @@ describe("postgres source: reading", () => {
     Effect.gen(function* () {
       const { schema, batches } = yield* readAll(query("select 1 as a, 'two' as a, 3::int8 as a"))
       expect(schema.columns.map((c) => c.name)).toEqual(["a", "a", "a"])
-      expect(batches[0]!.columns).toEqual([[1], ["two"], [3n]])
+      expect(batches[0]!.columns.map((column, c) => columnValues(column, schema.columns[c]!.type))).toEqual([[1], ["two"], [3n]])
     }).pipe(Effect.provide(testSource()))
   )
 
@@ -215,7 +216,10 @@ describe("postgres source: failures", () => {
       const { rowCounts, error } = yield* readUntilError(
         query("select case when i > 25 then 1/(i-i) else i end as v from generate_series(1,50) i", { batchSize: 10 })
       )
-      expect(rowCounts).toEqual([10, 10])
+      // Read with COPY, the batches decoded before the error arrived are delivered first; rows still waiting in the
+      // paused stream when the server reports the error are dropped with it.
+      expect(rowCounts.length).toBeGreaterThanOrEqual(1)
+      expect(rowCounts.every((count) => count === 10)).toBe(true)
       expect(error).toBeInstanceOf(SourceError)
       expect(error?.message).toContain("22012")
       expect(error?.message).toContain("division by zero")
