@@ -94,6 +94,27 @@ const widened = (layout: "int32" | "int64", wireWidth: 2 | 4, unsigned: boolean,
   }
 }
 
+/**
+ * The double nearest the shortest decimal that reads back as float32 `value` — what PostgreSQL prints for a float4
+ * (extra_float_digits ≥ 1) and the text decoder parsed: `1.1`, not 1.100000023841858. One string per value: this
+ * is the float4 → float64 override only.
+ */
+const shortestFloat32 = (value: number): number => {
+  if (value === 0 || !Number.isFinite(value)) return value
+  for (let digits = 1; digits <= 9; digits++) {
+    const decimal = +value.toPrecision(digits)
+    if (Math.fround(decimal) !== value) continue
+    // `toPrecision` breaks a tie away from zero, PostgreSQL's shortest output (Ryū) to the even digit.
+    const [mantissa, exponent] = Math.abs(value).toExponential(digits + 15).split("e")
+    const exact = mantissa!.replace(".", "")
+    const tie = exact[digits] === "5" && /^0*$/.test(exact.slice(digits + 1))
+    if (!tie || Number(exact[digits - 1]) % 2 !== 0) return decimal
+    const truncated = +`${exact[0]}.${exact.slice(1, digits)}e${exponent}`
+    return value < 0 ? -truncated : truncated
+  }
+  return value
+}
+
 /** int2, int4, float4 → float64 (the `float64` override). */
 const toFloat64 = (wire: "int2" | "int4" | "float4") => (capacity: number): FieldSink => {
   const builder = new NumberBuilder("float64", capacity)
@@ -109,7 +130,7 @@ const toFloat64 = (wire: "int2" | "int4" | "float4") => (capacity: number): Fiel
       else if (wire === "int4") value = int32At(b, at)
       else {
         swapInto(scratch, 0, b, at, 4)
-        value = scratchF32[0]!
+        value = shortestFloat32(scratchF32[0]!)
       }
       const offset = builder.slot()
       builder.view.setFloat64(offset, value, true)
@@ -545,7 +566,7 @@ const list = (element: (capacity: number) => FieldSink) => (capacity: number): F
   }
 }
 
-const textDecoder = new TextDecoder()
+const textDecoder = new TextDecoder("utf-8", { ignoreBOM: true })
 
 /**
  * The slow path for a column the SELECT renders as text and that needs today's text decoder (arrays of rendered
