@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #4: chunked `parallel: 2` vs `parallel: 1` speedup, and the longest single statement PostgreSQL itself saw
+# Issues #4 and #14: chunked `parallel: 2` vs `parallel: 1` speedup, and the longest single statement PostgreSQL saw
 # for each run (full, chunked ×1, chunked ×2, keyset), next to the `psql \copy` baseline. Prints a Markdown table.
 # Usage: bash bench/chunked.sh       (PostgreSQL at RIVET_BENCH_PG_URL, default 127.0.0.1:5432/test, as a superuser)
 #        ROWS=200000 bash bench/chunked.sh   quick check on a smaller table (bench_r200000)
@@ -151,11 +151,11 @@ cat <<TABLE
 | rivet mode: chunked (chunk_size 100000) | 2 | $c2_s | $(ratio "$c2_s" "$copy_s") | $speedup $(verdict "$speedup" ">=" "$SPEEDUP_TARGET") | $c2_rss | $(statement_row "$c2_max" "$c2_kind") | $c2_p99 | $c2_n | $c2_txn |
 | rivet mode: keyset (page_size 100000) | — | $k_s | $(ratio "$k_s" "$copy_s") | — | $k_rss | $(statement_row "$k_max" "$k_kind") | $k_p99 | $k_n | $k_txn |
 
-Targets (issue #4): chunked parallel 2 ≥ ${SPEEDUP_TARGET}× parallel 1 on 2 cores; longest statement ≤ ${STATEMENT_TARGET_MS} ms for chunked and keyset.
+Targets (issues #4, #14): chunked parallel 2 ≥ ${SPEEDUP_TARGET}× parallel 1 on 2 cores; longest statement ≤ ${STATEMENT_TARGET_MS} ms for chunked (chunk_size 100000) and keyset.
 A statement is one step PostgreSQL logs with log_min_duration_statement = 0 in Rivet's sessions: a simple query
-(BEGIN, SET LOCAL …) or a Parse, Bind or Execute of the extended protocol. Rivet reads every result through a
-cursor, so each fetch of batch_size rows (10000) is one Execute and one statement; its time includes any wait
-while the server sends rows Rivet has not read yet. "longest" is over all steps; p99 and the count are over
-Execute and simple-query steps (below 100 of them, p99 is the maximum). A transaction is BEGIN … COMMIT on one
-connection: the whole export in full mode, one chunk in chunked mode, one page in keyset mode.
+(BEGIN, SET LOCAL …, COPY …) or a Parse, Bind or Execute of the extended protocol. Its time includes any wait
+while the server sends rows Rivet has not read yet. Read through a cursor, each fetch of batch_size rows is one
+Execute and one statement; read with COPY, a whole chunk or page is one statement. "longest" is over all steps;
+p99 and the count are over Execute and simple-query steps (below 100 of them, p99 is the maximum). A transaction
+is BEGIN … COMMIT on one connection: the whole export in full mode, one chunk in chunked mode, one page in keyset.
 TABLE

@@ -1,12 +1,12 @@
 # Shared by the bench scripts (sourced; expects PG_URL and WORK).
 
-ensure_table() { # name rows — (re)creates the table unless it was made for that row count
-  local have
-  have=$(psql "$PG_URL" -tAc "select obj_description('$1'::regclass, 'pg_class')" 2>/dev/null || true)
+ensure_table() { # name rows [sql file] — (re)creates the table unless it was made for that row count
+  local have sql=${3:-bench/make-table.sql}
+  have=$(psql "$PG_URL" -XtAc "select obj_description('$1'::regclass, 'pg_class')" 2>/dev/null || true)
   if [ "$have" != "rows=$2" ]; then
-    echo "creating $1 ($2 rows)…" >&2
-    psql "$PG_URL" -q -v ON_ERROR_STOP=1 -v rows="$2" -v table="$1" -f bench/make-table.sql >&2
-    psql "$PG_URL" -q -c "comment on table $1 is 'rows=$2'" >&2
+    echo "creating $1 ($2 rows, $sql)…" >&2
+    psql "$PG_URL" -Xq -v ON_ERROR_STOP=1 -v rows="$2" -v table="$1" -f "$sql" >&2
+    psql "$PG_URL" -Xq -c "comment on table $1 is 'rows=$2'" >&2
   fi
 }
 
@@ -17,4 +17,9 @@ measure() {
   awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; wall = s }
               /Maximum resident set size/ { rss = $2 / 1024 }
               END { printf "%.2f %.0f\n", wall, rss }' "$WORK/$label.time"
+}
+
+# cpu_seconds LABEL → user + system CPU seconds of the last `measure LABEL` (steadier than wall time under load)
+cpu_seconds() {
+  awk -F': ' '/User time \(seconds\)|System time \(seconds\)/ { s += $2 } END { printf "%.2f\n", s }' "$WORK/$1.time"
 }

@@ -6,6 +6,7 @@ import type * as Layer from "effect/Layer"
 import { loadConfigFile, validateConfigValue } from "./registry/load-config.js"
 import type { RivetConfig } from "./runtime/config/model.js"
 import { didYouMean } from "./runtime/config/issues.js"
+import { durationProblem, parseDuration } from "./runtime/duration.js"
 import { ConfigError, type RivetError, type StateError } from "./runtime/errors.js"
 import type { ExportResult } from "./runtime/pipeline.js"
 import type { AnyPlugin, BatchTransform } from "./runtime/plugin.js"
@@ -33,6 +34,11 @@ export interface RunExportsOptions {
   readonly transforms?: Readonly<Record<string, BatchTransform>>
   /** Continue unfinished checkpointed runs instead of refusing them (like `rivet run --resume`). */
   readonly resume?: boolean
+  /**
+   * How long each export waits for another run of it to finish (like `rivet run --wait`): a duration such as
+   * `"30s"` or `"10m"`, or a number of seconds. Default: fail at once with a StateError naming the other run.
+   */
+  readonly wait?: string | number
   /**
    * Where state lives (default: `RIVET_STATE_URL` from `env`, else `.rivet_state.db` in `configDir`).
    * `sqliteStateLayer(":memory:")` keeps it in memory — incremental cursors are then forgotten after the run.
@@ -64,10 +70,11 @@ export const runExportsEffect = (
   input: ConfigInput | string,
   options: RunExportsOptions = {}
 ): Effect.Effect<ReadonlyArray<ExportRun>, RivetError> =>
-  Effect.flatMap(loadConfig(input, options), (config) =>
+  Effect.flatMap(Effect.zip(loadConfig(input, options), waitOf(options.wait)), ([config, waitMs]) =>
     Effect.zipRight(
       checkTransforms(config, options.transforms),
       runConfig(config, {
+        waitMs,
         ...(options.only ? { only: options.only } : {}),
         ...(options.env ? { env: options.env } : {}),
         ...(options.transforms ? { transforms: options.transforms } : {}),
@@ -76,6 +83,15 @@ export const runExportsEffect = (
       })
     ).pipe(Effect.provide(options.progress ?? silentProgress))
   )
+
+/** `options.wait` in milliseconds; 0 when absent. */
+const waitOf = (wait: string | number | undefined): Effect.Effect<number, ConfigError> => {
+  if (wait === undefined) return Effect.succeed(0)
+  const ms = parseDuration(wait)
+  return ms === undefined
+    ? Effect.fail(new ConfigError({ path: "wait", message: durationProblem(wait), hint: "e.g. wait: \"10m\"" }))
+    : Effect.succeed(ms)
+}
 
 /** A transform for an export the config does not have is a mistake (a typo would silently skip it). */
 const checkTransforms = (

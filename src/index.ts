@@ -26,6 +26,11 @@ export {
   stateLayerFor,
   StateStore,
   type CursorState,
+  type LeaseAcquisition,
+  type LeaseHolder,
+  type LeaseProof,
+  type LeaseRenewal,
+  type LeaseRequest,
   type RunRecord,
   type StateStoreShape
 } from "./state/index.js"

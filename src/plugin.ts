@@ -57,6 +57,8 @@ export {
   type FormatDriverShape,
   type FormatPlugin,
   type PartEncoder,
+  type PendingUpload,
+  type PendingUploads,
   type PluginContext,
   type SinkCapabilities,
   type SinkDriverShape,

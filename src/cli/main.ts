@@ -17,6 +17,7 @@ import { stateCommand } from "./commands/state.js"
 import { validateCommand } from "./commands/validate.js"
 import { ExitCode } from "./exit.js"
 import { withPlainConsole } from "./plain-console.js"
+import { interruptedExitCode, recordSignals } from "./signals.js"
 
 // The pinned AWS SDK supports Node 20; its notice about *future* SDK releases is noise in every run's stderr.
 process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true"
@@ -52,10 +53,11 @@ const program = withPlainConsole(Effect.suspend(() => cli(process.argv))).pipe(
   Effect.provide(NodeContext.layer)
 )
 
+recordSignals()
 NodeRuntime.runMain(program, {
   disableErrorReporting: true,
   // The default teardown exits 0 after a signal's interruption, which would tell cron the run succeeded.
-  // Finalizers (aborting uploads, stopping the embedded server) have run by then.
+  // Finalizers (cancelling statements, aborting uploads, stopping the embedded server) have run by then.
   teardown: (exit, onExit) =>
-    onExit(Exit.isSuccess(exit) ? 0 : Cause.isInterruptedOnly(exit.cause) ? 130 : 1)
+    onExit(Exit.isSuccess(exit) ? 0 : Cause.isInterruptedOnly(exit.cause) ? interruptedExitCode() : 1)
 })

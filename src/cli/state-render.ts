@@ -1,4 +1,4 @@
-import type { CommittedPart, ExportSummary, RunRecord } from "../state/store.js"
+import type { CommittedPart, ExportSummary, LeaseHolder, RunRecord } from "../state/store.js"
 import { formatCount } from "./render.js"
 import { renderTable } from "./table.js"
 
@@ -17,11 +17,21 @@ const runJson = (run: RunRecord) => ({
   checkpointed: run.checkpointed
 })
 
+const leaseJson = (lease: LeaseHolder) => ({
+  run_id: lease.runId ?? null,
+  pid: lease.pid,
+  host: lease.host,
+  acquired_at: lease.acquiredAt,
+  heartbeat_at: lease.heartbeatAt,
+  expires_at: lease.expiresAt
+})
+
 export const summariesJson = (summaries: ReadonlyArray<ExportSummary>) =>
   summaries.map((summary) => ({
     export_name: summary.exportName,
     cursor: summary.cursor ? { column: summary.cursor.column, value: summary.cursor.value, type: summary.cursor.type } : null,
-    last_run: summary.lastRun ? runJson(summary.lastRun) : null
+    last_run: summary.lastRun ? runJson(summary.lastRun) : null,
+    lease: summary.lease ? leaseJson(summary.lease) : null
   }))
 
 export const filesJson = (parts: ReadonlyArray<CommittedPart>) =>
@@ -38,7 +48,23 @@ export const filesJson = (parts: ReadonlyArray<CommittedPart>) =>
 
 const NONE = "-"
 
-export const renderSummaries = (summaries: ReadonlyArray<ExportSummary>): string =>
+/** One line per export whose lease is held: which run has it, and until when. */
+const renderLeases = (summaries: ReadonlyArray<ExportSummary>, now: number): string =>
+  summaries
+    .flatMap(({ exportName, lease }) => {
+      if (!lease) return []
+      const holder = `${lease.runId === undefined ? "a run not journaled yet" : `run '${lease.runId}'`} (pid ${lease.pid} on ${lease.host})`
+      return Date.parse(lease.expiresAt) > now
+        ? [`${exportName} is being run by ${holder} since ${lease.acquiredAt}; last heartbeat ${lease.heartbeatAt}, lease expires ${lease.expiresAt}`]
+        : [`${exportName}: the lease of ${holder} expired at ${lease.expiresAt} (its process died or stalled); the next run takes it over`]
+    })
+    .map((line) => `\n${line}`)
+    .join("")
+
+export const renderSummaries = (summaries: ReadonlyArray<ExportSummary>, now = Date.now()): string =>
+  renderSummaryTable(summaries) + renderLeases(summaries, now)
+
+const renderSummaryTable = (summaries: ReadonlyArray<ExportSummary>): string =>
   renderTable(
     ["EXPORT", "CURSOR", "LAST RUN", "STATUS", "ROWS"],
     summaries.map(({ exportName, cursor, lastRun }) => [

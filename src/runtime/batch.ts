@@ -2,7 +2,7 @@ import { type ColumnData, dataByteLength } from "./columns/data.js"
 import { InvalidValue, valueAppender, valueAt } from "./columns/values.js"
 
 export type { ColumnData } from "./columns/data.js"
-export { columnValues, InvalidValue, valueAt } from "./columns/values.js"
+export { columnValues, InvalidValue, shortestFloat32, valueAt } from "./columns/values.js"
 
 /**
  * The unit flowing through a pipeline: a columnar batch of rows with its schema.

@@ -57,10 +57,15 @@ export class IntegrityError extends Schema.TaggedError<IntegrityError>()("Integr
   hint: Schema.optional(Schema.String)
 }) {}
 
-/** The state store could not be read or written. */
+/**
+ * The state store could not be read or written, or holds something that stops the run. `retryable`: the same
+ * call may succeed later (a locked SQLite file, a lost PostgreSQL connection, an export another run holds) — the
+ * runtime retries state writes marked so, and the CLI exits 2.
+ */
 export class StateError extends Schema.TaggedError<StateError>()("StateError", {
   message: Schema.String,
-  hint: Schema.optional(Schema.String)
+  hint: Schema.optional(Schema.String),
+  retryable: Schema.optional(Schema.Boolean)
 }) {}
 
 /** A loaded plugin is malformed or conflicts with another plugin. */
@@ -101,13 +106,13 @@ export const exitCodeOf = (error: RivetError): number => {
       return 1
     case "SourceError":
     case "SinkError":
-      return error.retryable ? 2 : 1
+    case "StateError":
+      return error.retryable === true ? 2 : 1
     case "IntegrityError":
       return 3
     case "SchemaDriftError":
       return 4
     case "FormatError":
-    case "StateError":
       return 1
   }
 }

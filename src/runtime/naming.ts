@@ -50,7 +50,11 @@ export const chunkPartName = (
   extension: string,
   part: number,
   sizeSplit: boolean
-): string => `${chunkRunStem(exportName, runStartedAt)}${chunk}_${nonce}${sizeSplit ? `_p${part}` : ""}.${extension}`
+): string => `${chunkAttemptStem(exportName, runStartedAt, chunk, nonce)}${sizeSplit ? `_p${part}` : ""}.${extension}`
+
+/** What every part of one attempt at a chunk starts with: `{export}_{YYYYMMDD}_{HHMMSS}_chunk{N}_{nonce}`. */
+export const chunkAttemptStem = (exportName: string, runStartedAt: Date, chunk: number, nonce: string): string =>
+  `${chunkRunStem(exportName, runStartedAt)}${chunk}_${nonce}`
 
 /** `{export}_{YYYYMMDD}T{HHMMSS}_{mmm}_page` — every part of one keyset run starts with it. */
 export const pageRunStem = (exportName: string, runStartedAt: Date): string => {

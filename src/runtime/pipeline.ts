@@ -2,16 +2,19 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import { StateStore } from "../state/store.js"
+import * as Stream from "effect/Stream"
+import { type CursorState, StateStore } from "../state/store.js"
 import type { ExportConfig } from "./config/model.js"
-import { describeCause, type RivetError, type SinkError } from "./errors.js"
+import { describeCause, IntegrityError, type RivetError, type SinkError, StateError } from "./errors.js"
+import { acquireLease, DEFAULT_LEASE_TTL_MS, type LeaseSettings } from "./lease.js"
 import {
   encodeManifest,
   encodeSuccessMarker,
   type Manifest,
   type PartRecord,
   schemaEntries,
-  schemaFingerprint
+  schemaFingerprint,
+  sha256Hex
 } from "./manifest.js"
 import { chunkRunnerFor, type LaneSettings } from "./lanes/runner.js"
 import { prepareChunked } from "./modes/chunked.js"
@@ -28,6 +31,7 @@ import { QualityGates } from "./quality/gates.js"
 import { FormatDriver, SinkDriver, SourceDriver } from "./plugin.js"
 import { type ExportProgress, ProgressReporter } from "./progress.js"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, withRetry } from "./retry.js"
+import { cleanUpRunUploads, UploadLedger } from "./upload-cleanup.js"
 
 export { resolveSql } from "./modes/context.js"
 
@@ -67,6 +71,8 @@ export interface RunOptions {
   readonly lanes?: LaneSettings | undefined
   /** Run exactly this plan (`rivet run --plan`), refused when the config or the stored cursor moved since. */
   readonly plan?: ModePlan | undefined
+  /** The export's lease: its time to live and how long to wait for another run holding it (default: 60 s, no wait). */
+  readonly lease?: LeaseSettings | undefined
 }
 
 /** Resolves the export's mode against the source (columns, keys, stored cursor) before anything runs. */
@@ -131,11 +137,46 @@ const manifestOf = (
   }
 }
 
+const showCursor = (cursor: CursorState | null): string =>
+  cursor === null ? "none (it exports every row)" : `${cursor.column} = ${cursor.value}`
+
+/** What the next run does when this published run's state could not be written. */
+const nextRunAfterUnrecorded = (spec: ExportConfig, prepared: PreparedMode, cursorFrom: CursorState | null): string => {
+  if (spec.mode.kind === "incremental") {
+    return `the stored cursor stays at ${showCursor(cursorFrom)}, so the next run exports this run's rows again (they will be in the files of two runs, each listed by its own manifest)`
+  }
+  if (prepared.checkpointed) {
+    return "the run stays unfinished in the state: the next run refuses to start until `rivet run --resume` publishes it again from its recorded chunks or pages, or `rivet state reset` forgets it"
+  }
+  return `the next run exports its rows again as every run of mode: ${spec.mode.kind} does; only this run's journal entry and file records are missing`
+}
+
+/** Reads back `manifest.json` and fails unless it is the one this run wrote: another run may have published over it. */
+const verifyOwnManifest = (ctx: ExportContext, runId: string, written: Uint8Array) =>
+  Effect.gen(function* () {
+    const { read } = ctx.sink
+    if (read === undefined) return
+    const chunks = yield* withRetry(Stream.runCollect(read(MANIFEST_KEY)), ctx.retry, () => {
+      ctx.progress.retries++
+    })
+    const bytes = Buffer.concat([...chunks])
+    if (sha256Hex(bytes) === sha256Hex(written)) return
+    const found = yield* Effect.try(() => JSON.parse(bytes.toString("utf8")) as { run_id?: unknown }).pipe(
+      Effect.map((parsed) => (typeof parsed.run_id === "string" ? `run '${parsed.run_id}'` : "something else")),
+      Effect.orElseSucceed(() => "unreadable bytes")
+    )
+    return yield* new IntegrityError({
+      message: `export '${ctx.spec.name}': ${MANIFEST_KEY} at ${ctx.sink.uri()} is no longer the one run '${runId}' wrote (it now holds ${found}), so this run did not write ${SUCCESS_KEY}`,
+      hint: "another run of the export published at the same destination meanwhile (two runs overlapped: a lease that expired while its holder still ran, or a process writing there without the shared state); its manifest and _SUCCESS stand, this run's files are listed by no manifest"
+    })
+  })
+
 /**
  * Runs one export: the mode's units (one query, chunks or pages) → format → sink parts → `manifest.json` →
  * `_SUCCESS` → state (journal, committed parts, cursor). State advances only after `_SUCCESS` is written; a run
  * that fails or is interrupted leaves the cursor where it was and is journaled as such. Everything opened
- * (cursors, uploads) is released — uploads aborted — when a unit fails or is interrupted.
+ * (cursors, uploads) is released — uploads aborted — when a unit fails or is interrupted; whatever the outcome,
+ * uploads still pending under the run's keys (a lost begin response) are aborted when the export ends.
  */
 export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: ExportConfig, options: RunOptions) {
   const reporter = yield* ProgressReporter
@@ -149,9 +190,17 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     retries: 0
   }
   const state = yield* StateStore
+  // Taken before anything reads the cursor, the destination or the source: one run per export at a time.
+  const lease = yield* acquireLease(
+    { exportName: spec.name, state, reporter },
+    options.lease ?? { ttlMs: DEFAULT_LEASE_TTL_MS, waitMs: 0 },
+    { resume: options.resume ?? false }
+  )
+  const cursorFrom = Option.getOrNull(yield* state.cursor(spec.name))
   const drift = yield* makeDriftCheck(spec, state, reporter)
   const gates = spec.quality ? new QualityGates(spec.name, spec.quality) : undefined
   yield* Effect.addFinalizer(() => Effect.sync(() => gates?.close()))
+  const uploads = new UploadLedger()
   const ctx: ExportContext = {
     spec,
     source: yield* SourceDriver,
@@ -164,6 +213,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     now,
     gates,
     checkSchema: drift.check,
+    uploads,
     chunkRunner: (lanes) => chunkRunnerFor(ctx, options.lanes)(lanes)
   }
   if (ctx.sink.sweep) {
@@ -175,6 +225,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   const prepared = yield* prepareMode(ctx)
   if (options.plan) yield* checkPlannedExport(ctx, prepared, options.plan)
   const journal = yield* openJournal(ctx, prepared, options.resume ?? false)
+  yield* lease.attach(journal.runId)
 
   const totals = (parts: ReadonlyArray<PartRecord>) => ({
     rows: parts.reduce((sum, part) => sum + part.rows, 0),
@@ -186,7 +237,21 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
       progress.retries++
     })
 
-  const publish = Effect.gen(function* () {
+  /** Right before publishing: the lease is still this run's, and no other run moved the cursor meanwhile. */
+  const stillOurs = Effect.gen(function* () {
+    yield* lease.confirm
+    if (spec.mode.kind !== "incremental") return
+    const stored = Option.getOrNull(yield* state.cursor(spec.name))
+    if (stored?.value === cursorFrom?.value && stored?.column === cursorFrom?.column) return
+    return yield* new StateError({
+      message: `export '${spec.name}': the stored cursor moved from ${showCursor(cursorFrom)} to ${showCursor(stored)} while run '${journal.runId}' ran, so this run publishes nothing`,
+      hint: "another run of the export stored its cursor meanwhile; the next run continues from that cursor (this run's files are listed by no manifest)",
+      retryable: true
+    })
+  })
+
+  /** Everything up to `_SUCCESS`: run only while the lease is held (raced against its loss below). */
+  const produce = Effect.gen(function* () {
     yield* reporter.started(progress)
     yield* Effect.forkScoped(
       Effect.forever(Effect.zipRight(Effect.sleep(reporter.intervalMs), Effect.suspend(() => reporter.tick(progress))))
@@ -195,7 +260,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     const total = totals(outcome.parts)
     if (spec.skipEmpty && total.rows === 0) {
       yield* ctx.state.finishRun(journal.runId, { status: "skipped", finishedAt: now().toISOString(), ...total })
-      return { outcome, manifest: undefined, untracked: [], status: "skipped" as const }
+      return { outcome, total, manifest: undefined, untracked: [], status: "skipped" as const }
     }
     yield* drift.check(outcome.schema)
     if (gates) {
@@ -214,21 +279,56 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
         )
       )
     )
+    yield* stillOurs
     let manifest: Manifest | undefined
     if (ctx.sink.capabilities.markers) {
       manifest = manifestOf(ctx, options, journal, outcome)
       const manifestBytes = encodeManifest(manifest)
       yield* retried(ctx.sink.put(MANIFEST_KEY, manifestBytes, "application/json"))
+      yield* verifyOwnManifest(ctx, journal.runId, manifestBytes)
       yield* retried(ctx.sink.put(SUCCESS_KEY, encodeSuccessMarker(manifestBytes), "text/plain"))
     }
-    yield* ctx.state.finishRun(
-      journal.runId,
-      { status: "success", finishedAt: now().toISOString(), ...total },
-      { parts: outcome.unrecorded, cursor: outcome.cursor }
-    )
-    yield* drift.baselineAfterSuccess
-    return { outcome, manifest, untracked, status: "success" as const }
-  }).pipe(
+    return { outcome, total, manifest, untracked, status: "success" as const }
+  })
+
+  /** The published run's state: its outcome, parts and cursor (compare-and-set), written under its lease. */
+  const record = (produced: Effect.Effect.Success<typeof produce>) =>
+    Effect.gen(function* () {
+      const { outcome, total, manifest, status } = produced
+      if (status === "skipped") return produced
+      const published = manifest
+        ? `${MANIFEST_KEY} and ${SUCCESS_KEY} written at ${ctx.sink.uri()}`
+        : `its ${total.parts} file(s) written`
+      yield* ctx.state
+        .finishRun(
+          journal.runId,
+          { status: "success", finishedAt: now().toISOString(), ...total },
+          {
+            parts: outcome.unrecorded,
+            cursor: outcome.cursor,
+            cursorFrom: outcome.cursor ? cursorFrom : undefined,
+            lease: lease.proof
+          }
+        )
+        .pipe(
+          Effect.mapError(
+            (error) =>
+              new StateError({
+                message: `export '${spec.name}': run '${journal.runId}' is published (${published}) but its state was not updated: ${error.message}`,
+                hint: `${nextRunAfterUnrecorded(spec, prepared, cursorFrom)}. ${error.hint ?? ""}`.trim(),
+                retryable: true
+              })
+          )
+        )
+      yield* drift.baselineAfterSuccess
+      return produced
+    })
+
+  // A run whose lease was taken over stops where it is: its uploads are aborted, nothing more is published. Any
+  // other failure of a run that has lost its lease (the new holder swept its temp files) is reported as that loss.
+  const publish = Effect.raceFirst(produce, lease.lost).pipe(
+    Effect.catchAll((error) => Effect.flatMap(lease.lostNow, (lost) => Effect.fail(Option.getOrElse(lost, () => error)))),
+    Effect.flatMap(record),
     Effect.onExit((exit) =>
       Exit.isSuccess(exit)
         ? Effect.void
@@ -247,7 +347,9 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
             .pipe(Effect.ignore)
     )
   )
-  const { outcome, manifest, untracked, status } = yield* publish
+  const { outcome, manifest, untracked, status } = yield* publish.pipe(
+    Effect.ensuring(cleanUpRunUploads(ctx.sink, uploads, ctx.retry, reporter, spec.name))
+  )
   const total = totals(outcome.parts)
   return {
     exportName: spec.name,

@@ -221,6 +221,25 @@ export interface StoredObject {
   readonly size: number
 }
 
+/** An upload a destination holds that was begun and neither completed nor aborted. */
+export interface PendingUpload {
+  /** The key relative to the destination. */
+  readonly key: string
+  /** The destination's id for the upload (S3: the UploadId). */
+  readonly id: string
+}
+
+/**
+ * Uploads the destination keeps (and may bill) until they are completed or aborted, which a lost response can leave
+ * without a handle: S3 created the multipart upload, but the client never learned its id.
+ */
+export interface PendingUploads {
+  /** The pending uploads whose key starts with `keyPrefix` (relative to the destination), every page of them. */
+  readonly list: (keyPrefix: string) => Effect.Effect<ReadonlyArray<PendingUpload>, SinkError>
+  /** Aborts one; an upload already gone is not an error. */
+  readonly abort: (upload: PendingUpload) => Effect.Effect<void, SinkError>
+}
+
 /** What a sink plugin's layer provides: primitive, non-retrying destination operations. */
 export interface SinkDriverShape {
   /** Label for doctor lines: `S3(my-bucket)`, `Local(./output)`. */
@@ -244,6 +263,11 @@ export interface SinkDriverShape {
   readonly sweep?: Effect.Effect<ReadonlyArray<string>, SinkError>
   /** Reads an object back, where the destination supports it. */
   readonly read?: (key: string) => Stream.Stream<Uint8Array, SinkError>
+  /**
+   * Destinations whose unfinished uploads outlive a lost `begin` response or an interrupted request (S3): the
+   * runtime lists the keys it began uploads under and aborts what no handle completed (src/runtime/upload-cleanup.ts).
+   */
+  readonly pendingUploads?: PendingUploads
 }
 
 /** The tag a sink plugin's `make` layer provides. */

@@ -8,6 +8,7 @@ import { stateLayerFor } from "../state/layer.js"
 import type { StateStore } from "../state/store.js"
 import { ConfigError, defectDetail, describeCause, PluginError, type RivetError, type StateError } from "./errors.js"
 import { laneSettings } from "./lanes/runner.js"
+import { leaseTtlFrom } from "./lease.js"
 import { exportLayer, sourceLayer } from "./layers.js"
 import type { ModePlan } from "./plan/model.js"
 import { type BatchTransform, SourceDriver } from "./plugin.js"
@@ -25,6 +26,11 @@ export interface RunConfigOptions {
   readonly now?: () => Date
   /** Continue unfinished checkpointed runs (`rivet run --resume`). */
   readonly resume?: boolean | undefined
+  /**
+   * How long an export waits, in milliseconds, for another run of it (holding its lease) to finish before it
+   * fails (`rivet run --wait`). Default 0: fail at once, naming the other run.
+   */
+  readonly waitMs?: number | undefined
   /** Transforms given in code, by export name, applied between the source and the format. */
   readonly transforms?: Readonly<Record<string, BatchTransform>> | undefined
   /**
@@ -76,7 +82,9 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
     options.state ?? stateLayerFor({ configDir: config.configDir, env: options.env ?? process.env })
   )
   yield* Effect.flatMap(SourceDriver, (source) => source.check).pipe(Effect.provide(sourceContext))
+  const ttlMs = yield* leaseTtlFrom(options.env ?? process.env)
   const runOptions: RunOptions = {
+    lease: { ttlMs, waitMs: options.waitMs ?? 0 },
     sourceType: config.source.plugin.type,
     ...(options.retry ? { retry: options.retry } : {}),
     ...(options.now ? { now: options.now } : {}),

@@ -9,6 +9,7 @@ import type { SinkError } from "./errors.js"
 import type { PartRecord } from "./manifest.js"
 import type { SinkDriverShape, UploadHandle } from "./plugin.js"
 import { type RetryPolicy, withRetry } from "./retry.js"
+import { abortPendingAt } from "./upload-cleanup.js"
 
 /** A block of one part, ready for the sink. The last block of a part carries the part's totals. */
 interface Block {
@@ -27,6 +28,8 @@ export interface UploadOptions {
   /** Called once a part is visible under its final key. */
   readonly onCommitted: (record: PartRecord) => void
   readonly onBytes: (count: number) => void
+  /** Called before the first attempt to begin a multipart upload at `key`, so the run can clean up after it. */
+  readonly onBegin?: ((key: string) => void) | undefined
 }
 
 /** Cuts each part's bytes into `blockSize` blocks, hashing and counting them on the way. */
@@ -90,7 +93,9 @@ const toBlocks = (blockSize: number) => {
  * block is written with a single `put`; larger parts go block by block (up to `concurrency` at once)
  * and are completed after their last block. Failed blocks are retried by the runtime's policy; any
  * upload still open when the scope closes with a failure or interruption is aborted, so nothing
- * half-written ever appears under a final key.
+ * half-written ever appears under a final key. Where a `begin` failed, was retried or was interrupted, the
+ * destination may hold an upload without a handle: its key's pending uploads are listed and aborted once the
+ * part is complete, or when the scope closes.
  */
 export const uploadParts = <E, R>(
   pieces: Stream.Stream<PartPiece, E, R>,
@@ -100,14 +105,32 @@ export const uploadParts = <E, R>(
     const { sink } = options
     const open = new Map<number, Effect.Effect<UploadHandle, SinkError>>()
     const begun = new Map<number, UploadHandle>()
+    // Parts whose `begin` failed, was retried or was interrupted at least once, by key: the destination may hold an
+    // upload no handle knows (it created one, the response was lost), to be found by listing and aborted.
+    const unsure = new Map<number, string>()
+
+    const abortUnknown = (part: number, key: string) =>
+      abortPendingAt(sink, key, options.retry).pipe(
+        Effect.tap(() => Effect.sync(() => unsure.delete(part))),
+        // Not the unit's failure: its data is unaffected, and the export's own cleanup lists these keys again.
+        Effect.ignore
+      )
 
     yield* Effect.addFinalizer((exit) =>
       Exit.isSuccess(exit)
-        ? Effect.void
+        ? Effect.forEach([...unsure], ([part, key]) => abortUnknown(part, key), { discard: true })
         : // A transient failure must not leave an S3 multipart upload behind for good: no later run finds it.
-          Effect.forEach([...begun.values()], (handle) => Effect.ignore(withRetry(handle.abort, options.retry, () => {})), {
-            discard: true
-          })
+          Effect.zipRight(
+            Effect.forEach(
+              [...begun],
+              ([part, handle]) =>
+                withRetry(handle.abort, options.retry, () => {}).pipe(
+                  Effect.catchAll(() => Effect.sync(() => unsure.set(part, options.keyOf(part))))
+                ),
+              { discard: true }
+            ),
+            Effect.forEach([...unsure], ([part, key]) => abortUnknown(part, key), { discard: true })
+          )
     )
 
     const retried = <A>(operation: Effect.Effect<A, SinkError>) => withRetry(operation, options.retry, options.onRetry)
@@ -116,7 +139,12 @@ export const uploadParts = <E, R>(
       Effect.suspend(() => {
         const existing = open.get(part)
         if (existing) return existing
-        const started = retried(sink.begin(options.keyOf(part), options.contentType)).pipe(
+        const key = options.keyOf(part)
+        options.onBegin?.(key)
+        const attempt = sink.begin(key, options.contentType).pipe(
+          Effect.onExit((exit) => (Exit.isFailure(exit) ? Effect.sync(() => unsure.set(part, key)) : Effect.void))
+        )
+        const started = retried(attempt).pipe(
           Effect.tap((handle) => Effect.sync(() => begun.set(part, handle))),
           Effect.cached,
           Effect.runSync
@@ -141,6 +169,9 @@ export const uploadParts = <E, R>(
           yield* retried(handle.complete(block.index + 1))
           begun.delete(block.part)
           open.delete(block.part)
+          // The part's own upload is complete: any upload still pending at its key is one a lost response created.
+          const lost = unsure.get(block.part)
+          if (lost !== undefined) yield* abortUnknown(block.part, lost)
         }
         const record: PartRecord = {
           path: options.keyOf(block.part),

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as path from "node:path"
 import { StateError } from "../runtime/errors.js"
-import { hasPostgresScheme, maskUrl } from "../sources/postgres/url.js"
+import { hasPostgresScheme, maskUrl, urlProblem } from "../sources/postgres/url.js"
 import { postgresStateLayer } from "./postgres.js"
 import { sqliteStateLayer } from "./sqlite.js"
 import { STATE_FILE_NAME, type StateStore } from "./store.js"
@@ -36,6 +36,10 @@ export const stateLocationFor = (options: StateLayerOptions): Effect.Effect<Stat
         hint: `e.g. ${STATE_URL_VARIABLE}=postgres://rivet:password@db:5432/rivet; unset it to keep the state in ${STATE_FILE_NAME} beside the config`
       })
     )
+  }
+  const problem = urlProblem(url)
+  if (problem !== undefined) {
+    return Effect.fail(new StateError({ message: `${STATE_URL_VARIABLE}: ${problem.message}`, hint: problem.hint }))
   }
   return Effect.succeed({ _tag: "postgres", url })
 }

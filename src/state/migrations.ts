@@ -71,6 +71,26 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
         updated_at TEXT NOT NULL
       )`
     ]
+  },
+  {
+    version: 2,
+    description: "leases: one run per export at a time",
+    statements: [
+      // One row per held lease. `lease_key` is the export's name today; a unit of work of an export can later be
+      // leased under `export/unit` without a new table. `token` tells acquisitions apart (a resumed run reuses
+      // its run id); times are ISO-8601 UTC, which order like the instants they name.
+      `CREATE TABLE rivet_leases (
+        lease_key TEXT PRIMARY KEY,
+        export_name TEXT NOT NULL,
+        token TEXT NOT NULL,
+        run_id TEXT,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        acquired_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      )`
+    ]
   }
 ]
 

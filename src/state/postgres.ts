@@ -5,9 +5,10 @@ import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
 import postgres from "postgres"
 import { describeCause, StateError } from "../runtime/errors.js"
-import { hasPostgresScheme, makeScrubber, maskUrl } from "../sources/postgres/url.js"
+import { connectionTarget, displayAddress, isUrlProblem, makeScrubber, parsePostgresUrl } from "../sources/postgres/url.js"
 import { migrate } from "./migrations.js"
-import type { SqlBackend, SqlExecutor, SqlRow } from "./sql.js"
+import { retryingBackend } from "./retrying.js"
+import type { SqlExecutor, SqlRow } from "./sql.js"
 import { makeSqlStore } from "./sql-store.js"
 import { StateStore } from "./store.js"
 
@@ -19,6 +20,30 @@ const MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(5253454154)"
 const HINT =
   "check RIVET_STATE_URL: the server must answer, the database must exist and the user must be allowed to create " +
   "tables in its default schema (add ?search_path=<schema> to the URL to use another schema)"
+
+/** Network failures and lost sessions: the same statement may well succeed on a new connection. */
+const TRANSIENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ECONNABORTED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_DESTROYED",
+  "CONNECTION_ENDED"
+])
+
+/** SQLSTATE classes worth another try: connection exceptions, resources, serialization/deadlock, server shutdown. */
+const isTransient = (cause: unknown): boolean => {
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+  if (TRANSIENT_CODES.has(code)) return true
+  if (!(cause instanceof postgres.PostgresError)) return false
+  return ["08", "40", "53", "57"].includes(code.slice(0, 2)) || code === "55P03"
+}
 
 /** `?` placeholders (the portable spelling the shared queries use) → PostgreSQL's `$1, $2, …`. */
 const numbered = (sql: string): string => {
@@ -39,21 +64,25 @@ export const postgresStateLayer = (url: string): Layer.Layer<StateStore, StateEr
   Layer.scoped(
     StateStore,
     Effect.gen(function* () {
-      const location = hasPostgresScheme(url) ? maskUrl(url) : "(invalid PostgreSQL URL)"
-      if (!hasPostgresScheme(url)) {
-        return yield* new StateError({
-          message: "the state URL must start with postgres:// or postgresql://",
-          hint: "use a URL such as postgres://user:password@host:5432/database"
-        })
+      const address = parsePostgresUrl(url)
+      if (isUrlProblem(address)) {
+        return yield* new StateError({ message: `the state URL (RIVET_STATE_URL): ${address.message}`, hint: address.hint })
       }
+      const location = displayAddress(address)
+      const target = connectionTarget(address)
       const scrub = makeScrubber(url)
       const toStateError = (cause: unknown) =>
-        new StateError({ message: scrub(`state database ${location}: ${describeCause(cause)}`), hint: HINT })
+        new StateError({
+          message: scrub(`state database ${location}: ${describeCause(cause)}`),
+          hint: HINT,
+          retryable: isTransient(cause)
+        })
 
       const sql = yield* Effect.acquireRelease(
         Effect.try({
           try: () =>
-            postgres(url, {
+            postgres(target.settingsUrl, {
+              ...target.options,
               max: 2,
               connect_timeout: CONNECT_TIMEOUT_S,
               fetch_types: false,
@@ -95,7 +124,7 @@ export const postgresStateLayer = (url: string): Layer.Layer<StateStore, StateEr
           )
         )
 
-      const backend: SqlBackend = { location, ...executorOf(sql), transaction, migrationLock: MIGRATION_LOCK }
+      const backend = retryingBackend({ location, ...executorOf(sql), transaction, migrationLock: MIGRATION_LOCK })
       yield* migrate(backend)
       return makeSqlStore(backend)
     })

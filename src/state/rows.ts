@@ -1,5 +1,5 @@
 import { int, optText, text, type SqlRow } from "./sql.js"
-import type { CommittedPart, CursorState, RunRecord, RunStatus, UnitRecord } from "./store.js"
+import type { CommittedPart, CursorState, LeaseHolder, RunRecord, RunStatus, UnitRecord } from "./store.js"
 
 /** Column lists and row → record mappers shared by the store's queries. */
 
@@ -48,4 +48,17 @@ export const toCursor = (row: SqlRow): CursorState => ({
   column: text(row["column_name"]),
   value: text(row["value"]),
   type: text(row["value_type"])
+})
+
+export const LEASE_COLUMNS = "lease_key, export_name, token, run_id, pid, host, acquired_at, heartbeat_at, expires_at"
+
+export const toLease = (row: SqlRow): LeaseHolder => ({
+  key: text(row["lease_key"]),
+  exportName: text(row["export_name"]),
+  runId: optText(row["run_id"]),
+  pid: int(row["pid"]),
+  host: text(row["host"]),
+  acquiredAt: text(row["acquired_at"]),
+  heartbeatAt: text(row["heartbeat_at"]),
+  expiresAt: text(row["expires_at"])
 })

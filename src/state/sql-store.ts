@@ -3,11 +3,27 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { StateError } from "../runtime/errors.js"
 import type { PartRecord } from "../runtime/manifest.js"
-import { NEWEST_RUN_FIRST, PART_COLUMNS, RUN_COLUMNS, toCursor, toPart, toRun, toUnit, UNFINISHED } from "./rows.js"
+import {
+  LEASE_COLUMNS,
+  NEWEST_RUN_FIRST,
+  PART_COLUMNS,
+  RUN_COLUMNS,
+  toCursor,
+  toLease,
+  toPart,
+  toRun,
+  toUnit,
+  UNFINISHED
+} from "./rows.js"
 import { int, text, type SqlBackend, type SqlExecutor, type SqlValue } from "./sql.js"
 import type {
   CursorState,
   ExportSummary,
+  LeaseAcquisition,
+  LeaseHolder,
+  LeaseProof,
+  LeaseRenewal,
+  LeaseRequest,
   RunOutcome,
   RunRecord,
   SchemaBaseline,
@@ -20,6 +36,24 @@ import type {
 const nullable = (value: string | undefined): SqlValue => value ?? null
 
 const nowIso = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis).toISOString())
+
+const sameCursor = (a: CursorState | undefined, b: CursorState | undefined): boolean =>
+  a === undefined || b === undefined
+    ? a === b
+    : a.column === b.column && a.value === b.value && a.type === b.type
+
+const showCursor = (cursor: CursorState | undefined): string =>
+  cursor === undefined ? "none (no cursor stored)" : `${cursor.column} = ${cursor.value}`
+
+const leaseFields = (request: LeaseRequest, now: string, expiresAt: string) => ({
+  exportName: request.exportName,
+  runId: undefined,
+  pid: request.pid,
+  host: request.host,
+  acquiredAt: now,
+  heartbeatAt: now,
+  expiresAt
+})
 
 export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
   const noSuchRun = (runId: string) =>
@@ -114,12 +148,30 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
   const finishRun = Effect.fn("StateStore.finishRun")(function* (
     runId: string,
     outcome: RunOutcome,
-    extra?: { readonly parts?: ReadonlyArray<PartRecord> | undefined; readonly cursor?: CursorState | undefined }
+    extra?: {
+      readonly parts?: ReadonlyArray<PartRecord> | undefined
+      readonly cursor?: CursorState | undefined
+      readonly cursorFrom?: CursorState | null | undefined
+      readonly lease?: LeaseProof | undefined
+    }
   ) {
     const now = yield* nowIso
     yield* db.transaction((tx) =>
       Effect.gen(function* () {
         const exportName = yield* exportOfRun(tx, runId)
+        if (extra?.lease !== undefined) yield* requireLease(tx, extra.lease, runId)
+        if (extra?.cursor !== undefined && extra.cursorFrom !== undefined) {
+          const rows = yield* tx.all("SELECT column_name, value, value_type FROM rivet_cursors WHERE export_name = ?", [
+            exportName
+          ])
+          const stored = rows[0] === undefined ? undefined : toCursor(rows[0])
+          if (!sameCursor(stored, extra.cursorFrom ?? undefined) && !sameCursor(stored, extra.cursor)) {
+            return yield* new StateError({
+              message: `export '${exportName}': the stored cursor moved while run '${runId}' ran: it started from ${showCursor(extra.cursorFrom ?? undefined)}, the state now holds ${showCursor(stored)} (written by another run); the cursor was left there rather than set to ${showCursor(extra.cursor)}`,
+              hint: "two runs of one export overlapped (a lease that expired while its holder still ran): the cursor only moves forward from the value a run started from, so no rows are skipped; `rivet state show` shows the cursor and its runs"
+            })
+          }
+        }
         yield* tx.run(
           `UPDATE rivet_runs SET status = ?, finished_at = ?, row_count = ?, part_count = ?, byte_count = ?, error = ?
            WHERE run_id = ?`,
@@ -137,6 +189,101 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
         if (extra?.cursor !== undefined) yield* upsertCursor(tx, exportName, extra.cursor, now)
       })
     )
+  })
+
+  /** Fails unless `proof` still holds its lease: a run that lost its lease must not write as if it had it. */
+  const requireLease = (tx: SqlExecutor, proof: LeaseProof, runId: string) =>
+    Effect.flatMap(tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = ?`, [proof.key]), (rows) => {
+      const row = rows[0]
+      if (row !== undefined && text(row["token"]) === proof.token) return Effect.void
+      const holder = row === undefined ? undefined : toLease(row)
+      return Effect.fail(
+        new StateError({
+          message: `run '${runId}' no longer holds the lease on '${proof.key}'${holder ? `: run ${holder.runId ?? "(not journaled yet)"} (pid ${holder.pid} on ${holder.host}) took it over` : ""}`,
+          hint: "its heartbeat stopped for longer than the lease's time to live (the process was paused or could not reach the state); raise RIVET_LEASE_TTL if runs stall that long"
+        })
+      )
+    })
+
+  const acquireLease = Effect.fn("StateStore.acquireLease")(function* (request: LeaseRequest) {
+    const now = yield* Clock.currentTimeMillis
+    const nowText = new Date(now).toISOString()
+    const expiresAt = new Date(now + request.ttlMs).toISOString()
+    return yield* db.transaction((tx): Effect.Effect<LeaseAcquisition, StateError> =>
+      Effect.gen(function* () {
+        const rows = yield* tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = ?`, [request.key])
+        const current = rows[0]
+        const fields = [request.exportName, request.token, request.pid, request.host, nowText, nowText, expiresAt]
+        // Both writes are conditional, so of two runs racing for the lease (PostgreSQL runs them concurrently)
+        // exactly one changes the row; the other reads the winner back and reports it as the holder.
+        const heldBy = Effect.map(
+          tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = ?`, [request.key]),
+          (again): LeaseAcquisition => ({ _tag: "Held", holder: toLease(again[0] ?? current ?? {}) })
+        )
+        if (current === undefined) {
+          const inserted = yield* tx.run(
+            `INSERT INTO rivet_leases (lease_key, export_name, token, pid, host, acquired_at, heartbeat_at, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (lease_key) DO NOTHING`,
+            [request.key, ...fields]
+          )
+          if (inserted === 0) return yield* heldBy
+          return { _tag: "Acquired", holder: { key: request.key, ...leaseFields(request, nowText, expiresAt) } } as const
+        }
+        const holder = toLease(current)
+        const ours = text(current["token"]) === request.token
+        if (!ours && holder.expiresAt > nowText && request.isGone?.(holder) !== true) return { _tag: "Held", holder } as const
+        const changed = yield* tx.run(
+          `UPDATE rivet_leases SET export_name = ?, token = ?, run_id = NULL, pid = ?, host = ?, acquired_at = ?,
+             heartbeat_at = ?, expires_at = ? WHERE lease_key = ? AND token = ?`,
+          [...fields, request.key, text(current["token"])]
+        )
+        if (changed === 0) return yield* heldBy
+        return {
+          _tag: "Acquired",
+          holder: { key: request.key, ...leaseFields(request, nowText, expiresAt) },
+          ...(ours ? {} : { takenOver: holder })
+        } as const
+      })
+    )
+  })
+
+  const renewLease = Effect.fn("StateStore.renewLease")(function* (
+    proof: LeaseProof,
+    ttlMs: number,
+    runId?: string | undefined
+  ) {
+    const now = yield* Clock.currentTimeMillis
+    const nowText = new Date(now).toISOString()
+    const expiresAt = new Date(now + ttlMs).toISOString()
+    return yield* db.transaction((tx): Effect.Effect<LeaseRenewal, StateError> =>
+      Effect.gen(function* () {
+        yield* tx.run(
+          `UPDATE rivet_leases SET heartbeat_at = ?, expires_at = ?, run_id = COALESCE(?, run_id)
+           WHERE lease_key = ? AND token = ?`,
+          [nowText, expiresAt, runId ?? null, proof.key, proof.token]
+        )
+        const rows = yield* tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = ?`, [proof.key])
+        const row = rows[0]
+        if (row === undefined) return { _tag: "Lost" } as const
+        return text(row["token"]) === proof.token
+          ? ({ _tag: "Renewed", holder: toLease(row) } as const)
+          : ({ _tag: "Lost", holder: toLease(row) } as const)
+      })
+    )
+  })
+
+  const releaseLease = Effect.fn("StateStore.releaseLease")(function* (proof: LeaseProof) {
+    yield* db.run("DELETE FROM rivet_leases WHERE lease_key = ? AND token = ?", [proof.key, proof.token])
+  })
+
+  const leases = Effect.fn("StateStore.leases")(function* (exportName?: string | undefined) {
+    const rows =
+      exportName === undefined
+        ? yield* db.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases ORDER BY lease_key`)
+        : yield* db.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE export_name = ? ORDER BY lease_key`, [
+            exportName
+          ])
+    return rows.map(toLease)
   })
 
   const run = Effect.fn("StateStore.run")(function* (runId: string) {
@@ -244,11 +391,18 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
          FROM rivet_runs r) ranked
        WHERE newest = 1`
     )
-    const byName = new Map<string, { cursor?: CursorState; lastRun?: RunRecord }>()
+    const leases = yield* db.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = export_name`)
+    const byName = new Map<string, { cursor?: CursorState; lastRun?: RunRecord; lease?: LeaseHolder }>()
     for (const row of cursors) byName.set(text(row["export_name"]), { cursor: toCursor(row) })
     for (const row of lastRuns) {
       const name = text(row["export_name"])
       byName.set(name, { ...byName.get(name), lastRun: toRun(row) })
+    }
+    // A lease alone (a first run still under way) is not "state" until the run is journaled.
+    for (const row of leases) {
+      const name = text(row["export_name"])
+      const known = byName.get(name)
+      if (known) byName.set(name, { ...known, lease: toLease(row) })
     }
     return [...byName.keys()]
       .sort()
@@ -259,6 +413,19 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
     const now = yield* nowIso
     return yield* db.transaction((tx) =>
       Effect.gen(function* () {
+        // Resetting under a running export would pull its cursor and checkpoints away while it runs.
+        const held = yield* tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE export_name = ? AND expires_at > ?`, [
+          exportName,
+          now
+        ])
+        if (held[0] !== undefined) {
+          const holder = toLease(held[0])
+          return yield* new StateError({
+            message: `export '${exportName}' is being run by ${holder.runId === undefined ? "a run not journaled yet" : `run '${holder.runId}'`} (pid ${holder.pid} on ${holder.host}): its state is not reset while it runs`,
+            hint: `reset it once that run has finished (its lease expires at ${holder.expiresAt} if its process is gone)`,
+            retryable: true
+          })
+        }
         const cursorsCleared = yield* tx.run("DELETE FROM rivet_cursors WHERE export_name = ?", [exportName])
         yield* tx.run("DELETE FROM rivet_schema_baselines WHERE export_name = ?", [exportName])
         const abandonedRuns = yield* tx.run(
@@ -314,6 +481,10 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
     files,
     exports,
     reset,
+    acquireLease,
+    renewLease,
+    releaseLease,
+    leases,
     schemaBaseline,
     setSchemaBaseline
   }

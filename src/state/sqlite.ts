@@ -7,10 +7,16 @@ import * as path from "node:path"
 import { describeCause, StateError } from "../runtime/errors.js"
 import { migrate } from "./migrations.js"
 import type { SqlBackend, SqlExecutor, SqlRow, SqlValue } from "./sql.js"
+import { retryingBackend } from "./retrying.js"
 import { makeSqlStore } from "./sql-store.js"
 import { StateStore } from "./store.js"
 
-const BUSY_TIMEOUT_MS = 5000
+/**
+ * How long one statement waits for another connection's write lock. better-sqlite3 waits synchronously — the event
+ * loop (progress, uploads, the lease heartbeat) stands still meanwhile — so the wait is kept short and a lock held
+ * longer is handled by the store retrying with the retry policy, which sleeps without blocking.
+ */
+export const BUSY_TIMEOUT_MS = 1000
 const MEMORY = ":memory:"
 
 const READ_ONLY_HINT =
@@ -42,8 +48,9 @@ export const toStateError = (file: string, cause: unknown): StateError => {
   }
   if (/^SQLITE_(BUSY|LOCKED)/.test(code)) {
     return new StateError({
-      message: `the state file ${file} stayed locked by another process for ${BUSY_TIMEOUT_MS / 1000} s (${reason})`,
-      hint: "another rivet process is writing its state; run again once it has finished"
+      message: `the state file ${file} is locked by another process (${reason})`,
+      hint: "another process holds the SQLite file's write lock (a rivet run, or a tool with an open transaction); run again once it has finished",
+      retryable: true
     })
   }
   if (/^SQLITE_(CORRUPT|NOTADB)/.test(code)) {
@@ -136,7 +143,7 @@ export const sqliteStateLayer = (file: string): Layer.Layer<StateStore, StateErr
     StateStore,
     Effect.gen(function* () {
       const db = yield* Effect.acquireRelease(openDatabase(file), (db) => Effect.sync(() => db.close()))
-      const backend = yield* makeBackend(db, file)
+      const backend = retryingBackend(yield* makeBackend(db, file))
       yield* migrate(backend)
       return makeSqlStore(backend)
     })

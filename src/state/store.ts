@@ -77,6 +77,8 @@ export interface ExportSummary {
   readonly exportName: string
   readonly cursor?: CursorState | undefined
   readonly lastRun?: RunRecord | undefined
+  /** The run holding the export's lease right now (or an expired lease nobody has taken over yet). */
+  readonly lease?: LeaseHolder | undefined
 }
 
 export interface SchemaBaseline {
@@ -84,6 +86,60 @@ export interface SchemaBaseline {
   /** `[{name, type}]` as JSON text. */
   readonly columns: string
   readonly updatedAt: string
+}
+
+/**
+ * Who holds a lease: one run of one export at a time, across processes and machines sharing the state. The holder
+ * renews `heartbeatAt` while it runs; once `expiresAt` has passed (its process died, or stood still for longer
+ * than the lease's time to live) another run may take the lease over.
+ */
+export interface LeaseHolder {
+  /** The export's name today; `export/unit` when units of one export are leased to different workers. */
+  readonly key: string
+  readonly exportName: string
+  /** The holder's run, once it has been journaled (a lease is taken before the run id is known). */
+  readonly runId?: string | undefined
+  readonly pid: number
+  readonly host: string
+  /** ISO-8601 UTC. */
+  readonly acquiredAt: string
+  readonly heartbeatAt: string
+  readonly expiresAt: string
+}
+
+export interface LeaseRequest {
+  readonly key: string
+  readonly exportName: string
+  /** Unique per acquisition: only the acquisition holding this token may renew or release the lease. */
+  readonly token: string
+  readonly pid: number
+  readonly host: string
+  readonly ttlMs: number
+  /**
+   * A holder known to be gone although its lease has not expired yet (a process of this host that no longer
+   * exists): its lease is taken over at once.
+   */
+  readonly isGone?: ((holder: LeaseHolder) => boolean) | undefined
+}
+
+export type LeaseAcquisition =
+  | {
+      readonly _tag: "Acquired"
+      readonly holder: LeaseHolder
+      /** The lease this acquisition replaced: expired (its holder stopped renewing it) or its holder gone. */
+      readonly takenOver?: LeaseHolder | undefined
+    }
+  | { readonly _tag: "Held"; readonly holder: LeaseHolder }
+
+export type LeaseRenewal =
+  | { readonly _tag: "Renewed"; readonly holder: LeaseHolder }
+  /** The lease is gone or has another holder (it expired and was taken over). */
+  | { readonly _tag: "Lost"; readonly holder?: LeaseHolder | undefined }
+
+/** The lease an operation must still hold for its write to count. */
+export interface LeaseProof {
+  readonly key: string
+  readonly token: string
 }
 
 export interface StateStoreShape {
@@ -99,6 +155,10 @@ export interface StateStoreShape {
   /**
    * Ends a run in one transaction: its outcome, the parts not yet recorded by `commitUnit`, and — only when
    * given — the export's new cursor.
+   *
+   * With `cursorFrom` (the cursor the run started from, `null` for none) the cursor is compare-and-set: it is
+   * stored only while the stored one is still `cursorFrom` (or already the new one: a retried write), else the
+   * whole call fails and nothing is written. With `lease`, the call fails unless that lease is still held.
    */
   readonly finishRun: (
     runId: string,
@@ -106,6 +166,8 @@ export interface StateStoreShape {
     extra?: {
       readonly parts?: ReadonlyArray<PartRecord> | undefined
       readonly cursor?: CursorState | undefined
+      readonly cursorFrom?: CursorState | null | undefined
+      readonly lease?: LeaseProof | undefined
     }
   ) => Effect.Effect<void, StateError>
   readonly run: (runId: string) => Effect.Effect<Option.Option<RunRecord>, StateError>
@@ -144,6 +206,22 @@ export interface StateStoreShape {
   readonly reset: (
     exportName: string
   ) => Effect.Effect<{ readonly cursor: boolean; readonly abandonedRuns: number }, StateError>
+
+  /**
+   * Takes the lease when it is free, already this token's, or expired (then `takenOver` names the old holder);
+   * otherwise reports who holds it. Never waits.
+   */
+  readonly acquireLease: (request: LeaseRequest) => Effect.Effect<LeaseAcquisition, StateError>
+  /** Extends the lease by `ttlMs` from now, and names its run once known; `Lost` when the token no longer holds it. */
+  readonly renewLease: (
+    proof: LeaseProof,
+    ttlMs: number,
+    runId?: string | undefined
+  ) => Effect.Effect<LeaseRenewal, StateError>
+  /** Gives the lease up (nothing happens when the token no longer holds it). */
+  readonly releaseLease: (proof: LeaseProof) => Effect.Effect<void, StateError>
+  /** Leases held (expired ones included), by key; those of one export when given. */
+  readonly leases: (exportName?: string | undefined) => Effect.Effect<ReadonlyArray<LeaseHolder>, StateError>
 
   readonly schemaBaseline: (exportName: string) => Effect.Effect<Option.Option<SchemaBaseline>, StateError>
   readonly setSchemaBaseline: (exportName: string, baseline: SchemaBaseline) => Effect.Effect<void, StateError>

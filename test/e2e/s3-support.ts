@@ -23,6 +23,10 @@ export interface ExportSpec {
   readonly query?: string
   readonly format?: string
   readonly max_file_size?: string
+  readonly mode?: string
+  readonly chunk_column?: string
+  readonly chunk_size?: number
+  readonly parallel?: number
   readonly destination: Readonly<Record<string, unknown>>
 }
 

@@ -142,7 +142,9 @@ describe("rivet run → s3", () => {
     const manifestPut = paths.indexOf(`PutObject /${BUCKET}/exports/daily/manifest.json`)
     expect(completed).toBeGreaterThanOrEqual(0)
     expect(manifestPut).toBeGreaterThan(completed)
-    expect(paths.at(-1)).toBe(`PutObject /${BUCKET}/exports/daily/_SUCCESS`)
+    // _SUCCESS is the last write; then the run lists its keys' pending uploads (none) — the end-of-export cleanup.
+    expect(paths.at(-2)).toBe(`PutObject /${BUCKET}/exports/daily/_SUCCESS`)
+    expect(paths.at(-1)).toBe(`ListMultipartUploads /${BUCKET}/`)
     expect(await server.listMultipartUploads(BUCKET)).toEqual([])
 
     const rows = await readRows(arrayBufferOf(await server.getObject(BUCKET, dataKey)))

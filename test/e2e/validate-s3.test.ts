@@ -62,8 +62,8 @@ describe("rivet validate (s3)", () => {
     const manifest = await expectCommitted(server, BUCKET, PREFIX)
     expect(manifest.parts.length).toBeGreaterThan(2)
     expect(run.stderr).toContain(`OK   vs3: ${manifest.parts.length} parts, 4,000 rows verified`)
-    // Every part, the manifest and _SUCCESS were read back.
-    expect(countOf(run.requests, "GetObject", 200)).toBe(manifest.parts.length + 2)
+    // The run read its manifest back before _SUCCESS; --validate then read every part, the manifest and _SUCCESS.
+    expect(countOf(run.requests, "GetObject", 200)).toBe(manifest.parts.length + 3)
 
     const [first, second] = manifest.parts
     const modified = await server.getObject(BUCKET, `${PREFIX}${first!.path}`)

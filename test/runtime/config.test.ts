@@ -148,6 +148,26 @@ describe("config decoding", () => {
       ])
     }))
 
+  it.effect("refuses identifiers over 63 UTF-8 bytes (PostgreSQL would truncate them) and accepts 63", () =>
+    Effect.gen(function* () {
+      const limit = /is 64 bytes long: identifiers are at most 63 bytes/
+      expect(yield* problems(withExport({ table: "t".repeat(63) }))).toEqual([])
+      expect(yield* problems(withExport({ table: `${"s".repeat(63)}.${"t".repeat(63)}` }))).toEqual([])
+      const table = yield* problems(withExport({ table: "t".repeat(64) }))
+      expect(table.map((p) => p.path)).toEqual(["exports[0].table"])
+      expect(table[0]?.message).toMatch(limit)
+      expect((yield* problems(withExport({ table: `${"s".repeat(64)}.orders` })))[0]?.message).toMatch(/^schema name/)
+      // 32 characters, 64 bytes: the limit is in bytes, as PostgreSQL counts.
+      const wide = "é".repeat(32)
+      expect(yield* problems(withExport({ mode: "incremental", cursor_column: "é".repeat(31) + "e" }))).toEqual([])
+      const cursor = yield* problems(withExport({ mode: "incremental", cursor_column: wide }))
+      expect(cursor.map((p) => [p.path, limit.test(p.message)])).toEqual([["exports[0].cursor_column", true]])
+      const key = yield* problems(withExport({ mode: "keyset", key_columns: ["id", "k".repeat(64)] }))
+      expect(key.map((p) => [p.path, limit.test(p.message)])).toEqual([["exports[0].key_columns", true]])
+      const override = yield* problems(withExport({ columns: { ["c".repeat(64)]: "int64" } }))
+      expect(override[0]?.message).toMatch(limit)
+    }))
+
   it.effect("rejects table and query together, duplicates, bad names, bad sizes, empty exports", () =>
     Effect.gen(function* () {
       expect((yield* problems(withExport({ query: "select 1" })))[0]?.message).toContain("exactly one of 'table' or 'query'")

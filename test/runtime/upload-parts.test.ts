@@ -2,10 +2,12 @@ import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import type { PartPiece } from "../../src/runtime/encode-parts.js"
 import { SinkError } from "../../src/runtime/errors.js"
 import type { SinkDriverShape, UploadHandle } from "../../src/runtime/plugin.js"
+import { abortPendingUploads, UploadLedger } from "../../src/runtime/upload-cleanup.js"
 import { uploadParts } from "../../src/runtime/upload-parts.js"
 
 /** A recording sink: objects become visible only on put/complete; blocks can be made to fail. */
@@ -165,5 +167,110 @@ describe("uploadParts", () => {
       expect(Exit.isFailure(exit)).toBe(true)
       expect(visible.size).toBe(0)
       expect(log).toEqual(["begin part0", "abort part0", "abort part0", "abort part0"])
+    }))
+})
+
+/**
+ * A store like S3 multipart: `begin` creates a pending upload before it answers, so a lost answer (`loseBegin`) or
+ * an interrupted `begin` (`hangBegin`) leaves an upload no handle knows. `pendingUploads` lists and aborts them.
+ */
+const pendingStore = (options: { loseBegin?: number; hangBegin?: boolean }) => {
+  const pending = new Map<string, string>()
+  const visible = new Map<string, Uint8Array>()
+  const log: Array<string> = []
+  let begins = 0
+  const lost = new SinkError({ plugin: "store", operation: "begin", reason: "Unavailable", message: "socket hang up", retryable: true })
+  const sink: SinkDriverShape = {
+    label: "Store",
+    uri: (key) => `store://${key ?? ""}`,
+    capabilities: { markers: true, blockSize: 2, concurrency: 1 },
+    check: Effect.void,
+    put: (key, bytes) => Effect.sync(() => void visible.set(key, bytes)),
+    begin: (key) =>
+      Effect.suspend(() => {
+        const id = `u${++begins}`
+        pending.set(id, key)
+        log.push(`begin ${key} ${id}`)
+        if (options.hangBegin) return Effect.never
+        if (begins <= (options.loseBegin ?? 0)) return Effect.fail(lost)
+        const blocks = new Map<number, Uint8Array>()
+        const handle: UploadHandle = {
+          writeBlock: (index, bytes) => Effect.sync(() => void blocks.set(index, bytes.slice())),
+          complete: (count) =>
+            Effect.sync(() => {
+              pending.delete(id)
+              visible.set(key, Buffer.concat(Array.from({ length: count }, (_, i) => blocks.get(i)!)))
+            }),
+          abort: Effect.sync(() => void pending.delete(id))
+        }
+        return Effect.succeed(handle)
+      }),
+    pendingUploads: {
+      list: (keyPrefix) =>
+        Effect.sync(() => {
+          log.push(`list ${keyPrefix}`)
+          return [...pending].filter(([, key]) => key.startsWith(keyPrefix)).map(([id, key]) => ({ key, id }))
+        }),
+      abort: (upload) => Effect.sync(() => void (log.push(`abort ${upload.id}`), pending.delete(upload.id)))
+    }
+  }
+  return { sink, pending, visible, log }
+}
+
+describe("uploadParts: uploads a lost or interrupted begin left", () => {
+  it.live("a begin whose answer was lost is retried; once the part is complete the lost upload is aborted", () =>
+    Effect.gen(function* () {
+      const { sink, pending, visible, log } = pendingStore({ loseBegin: 2 })
+      const begun: Array<string> = []
+      yield* Effect.scoped(uploadParts(pieces([["abcdef"]]), { ...options(sink), onBegin: (key) => void begun.push(key) }))
+      expect(new TextDecoder().decode(visible.get("part0"))).toBe("abcdef")
+      expect(pending.size).toBe(0)
+      expect(log).toEqual(["begin part0 u1", "begin part0 u2", "begin part0 u3", "list part0", "abort u1", "abort u2"])
+      expect(begun).toEqual(["part0"])
+    }))
+
+  it.effect("a clean begin lists nothing", () =>
+    Effect.gen(function* () {
+      const { sink, pending, log } = pendingStore({})
+      yield* Effect.scoped(uploadParts(pieces([["abcdef"], ["ghijkl"]]), options(sink)))
+      expect(pending.size).toBe(0)
+      expect(log).toEqual(["begin part0 u1", "begin part1 u2"])
+    }))
+
+  it.live("a begin interrupted in flight: its upload is found and aborted when the scope closes", () =>
+    Effect.gen(function* () {
+      const { sink, pending, log } = pendingStore({ hangBegin: true })
+      const fiber = yield* Effect.fork(Effect.scoped(uploadParts(pieces([["abcdef"]]), options(sink))))
+      while (pending.size === 0) yield* Effect.sleep("5 millis")
+      yield* Fiber.interrupt(fiber)
+      expect(pending.size).toBe(0)
+      expect(log).toEqual(["begin part0 u1", "list part0", "abort u1"])
+    }))
+
+  it.live("a begin that keeps failing: the uploads it created are aborted with the failed unit", () =>
+    Effect.gen(function* () {
+      const { sink, pending, visible } = pendingStore({ loseBegin: 100 })
+      const exit = yield* Effect.exit(Effect.scoped(uploadParts(pieces([["abcdef"]]), options(sink))))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(visible.size).toBe(0)
+      expect(pending.size).toBe(0)
+    }))
+})
+
+describe("abortPendingUploads / UploadLedger", () => {
+  it.effect("lists once under the shared prefix and aborts only what the ledger covers", () =>
+    Effect.gen(function* () {
+      const { sink, pending, log } = pendingStore({})
+      for (const [id, key] of [["a", "orders_1_chunk0_n1.csv"], ["b", "orders_1_chunk1_n2_p0.csv"], ["c", "orders_1_chunk10_zz.csv"], ["d", "orders_x.csv"]]) {
+        pending.set(id!, key!)
+      }
+      const ledger = new UploadLedger()
+      ledger.notePrefix("orders_1_chunk0_n1")
+      ledger.notePrefix("orders_1_chunk1_n2")
+      expect(ledger.listingPrefix()).toBe("orders_1_chunk")
+      const aborted = yield* abortPendingUploads(sink, ledger.listingPrefix(), (key) => ledger.covers(key), options(sink).retry)
+      expect(aborted).toEqual(["orders_1_chunk0_n1.csv", "orders_1_chunk1_n2_p0.csv"])
+      expect([...pending.keys()]).toEqual(["c", "d"])
+      expect(log).toEqual(["list orders_1_chunk", "abort a", "abort b"])
     }))
 })

@@ -4,8 +4,10 @@ import * as Option from "effect/Option"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import postgres from "postgres"
 import { afterAll, describe, expect, it } from "vitest"
 import { stateLayerFor, stateLocationFor } from "../../src/state/layer.js"
+import { LATEST_SCHEMA_VERSION } from "../../src/state/migrations.js"
 import { postgresStateLayer } from "../../src/state/postgres.js"
 import { sqliteStateLayer, toStateError } from "../../src/state/sqlite.js"
 import { STATE_FILE_NAME, StateStore } from "../../src/state/store.js"
@@ -82,6 +84,33 @@ describe("SQLite backend", () => {
     expect(fs.existsSync(path.dirname(file))).toBe(false)
   })
 
+  it("a write while another connection holds the file's write lock for a few seconds is retried, not failed", async () => {
+    const file = path.join(tempDir, "locked.db")
+    await withStore(sqliteStateLayer(file), Effect.void) // created and migrated
+    const other = new Database(file)
+    other.exec("BEGIN EXCLUSIVE")
+    const started = Date.now()
+    // Released from the event loop: only a store that waits without blocking it (between retries) lets this run.
+    const release = setTimeout(() => {
+      other.exec("COMMIT")
+      other.close()
+    }, 3_000)
+    try {
+      const cursor = await withStore(sqliteStateLayer(file), setCursor("42"))
+      expect(Option.getOrThrow(cursor).value).toBe("42")
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_900)
+    } finally {
+      clearTimeout(release)
+      if (other.open) other.close()
+    }
+  })
+
+  it("a lock held past every retry is a retryable StateError naming the file", () => {
+    const error = toStateError("/srv/.rivet_state.db", Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" }))
+    expect(error.message).toContain("/srv/.rivet_state.db is locked by another process")
+    expect(error.retryable).toBe(true)
+  })
+
   it("a file that is not a database is reported as such", async () => {
     const file = path.join(tempDir, "garbage.db")
     fs.writeFileSync(file, "this is not sqlite, just some text that is long enough to look like a header......")
@@ -94,11 +123,33 @@ const backend = postgresBackend(testPgUrl())
 afterAll(() => backend.teardown())
 
 describe("PostgreSQL backend", () => {
+  it("a state connection the server terminates is reconnected and the write retried", async () => {
+    const target = await backend.fresh()
+    const admin = postgres(testPgUrl(), { max: 1, onnotice: () => {} })
+    try {
+      const cursor = await withStore(
+        target.layer(),
+        Effect.gen(function* () {
+          yield* setCursor("1")
+          yield* Effect.promise(() =>
+            admin.unsafe("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rivet-state' AND pid <> pg_backend_pid()")
+          )
+          return yield* setCursor("2")
+        })
+      )
+      expect(Option.getOrThrow(cursor).value).toBe("2")
+    } finally {
+      await admin.end({ timeout: 5 })
+    }
+  })
+
+
   it("concurrent first connects migrate once (advisory lock) and both write", async () => {
     const target = await backend.fresh()
     const both = await Promise.all([withStore(target.layer(), setCursor("1")), withStore(target.layer(), setCursor("2"))])
     expect(both.map((cursor) => Option.isSome(cursor))).toEqual([true, true])
-    expect(await target.query("SELECT version FROM rivet_schema_version")).toHaveLength(1)
+    // Each step applied once, not once per connect.
+    expect(await target.query("SELECT version FROM rivet_schema_version")).toHaveLength(LATEST_SCHEMA_VERSION)
   })
 
   it("masks the password in its location and in connection errors", async () => {

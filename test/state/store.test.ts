@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { afterAll, describe, expect, it } from "vitest"
 import type { PartRecord } from "../../src/runtime/manifest.js"
-import { LATEST_SCHEMA_VERSION } from "../../src/state/migrations.js"
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/state/migrations.js"
 import { type RunRecord, StateStore, type UnitRecord } from "../../src/state/store.js"
 import { testPgUrl } from "../support/pg.js"
 import { failureOf, postgresBackend, sqliteBackend, type StateBackend, withStore } from "./support.js"
@@ -105,6 +105,117 @@ const contract = (name: string, makeBackend: () => StateBackend) =>
       expect(result.cursor).toEqual(Option.none())
       const unknown = await failureOf(target.layer(), Effect.flatMap(store, (s) => s.finishRun("nope", success(1))))
       expect(unknown.message).toContain("no run 'nope'")
+    })
+
+    it("finishRun's cursor is compare-and-set: stored only while the cursor is still the one the run started from", async () => {
+      const target = await backend.fresh()
+      const at = (value: string) => ({ column: "id", value, type: "int64" })
+      const result = await withStore(
+        target.layer(),
+        Effect.gen(function* () {
+          const s = yield* store
+          yield* s.beginRun(run("r1"))
+          yield* s.finishRun("r1", success(10), { cursor: at("10"), cursorFrom: null })
+          // r2 and r3 both started from 10; r3 stores 30 first, so r2 (which reached only 20) must not move it back.
+          yield* s.beginRun(run("r2"))
+          yield* s.beginRun(run("r3"))
+          yield* s.finishRun("r3", success(20), { cursor: at("30"), cursorFrom: at("10") })
+          const refused = yield* Effect.flip(s.finishRun("r2", success(10), { parts: [part("r2.csv")], cursor: at("20"), cursorFrom: at("10") }))
+          // A repeated write (the first one committed, its answer was lost) is not a conflict.
+          yield* s.finishRun("r3", success(20), { cursor: at("30"), cursorFrom: at("10") })
+          return { refused, cursor: yield* s.cursor("orders"), r2: yield* s.run("r2"), r2Parts: yield* s.parts("r2") }
+        })
+      )
+      expect(result.refused.message).toContain("the stored cursor moved while run 'r2' ran: it started from id = 10, the state now holds id = 30")
+      expect(result.refused.message).toContain("rather than set to id = 20")
+      expect(Option.getOrThrow(result.cursor).value).toBe("30")
+      expect(Option.getOrThrow(result.r2).status).toBe("running") // nothing of the refused call was written
+      expect(result.r2Parts).toEqual([])
+    })
+
+    it("leases: one holder at a time, renewed and released only by its own token, expired ones taken over", async () => {
+      const target = await backend.fresh()
+      const request = (token: string, ttlMs = 60_000, pid = 100) => ({ key: "orders", exportName: "orders", token, pid, host: "host-a", ttlMs })
+      const result = await withStore(
+        target.layer(),
+        Effect.gen(function* () {
+          const s = yield* store
+          const first = yield* s.acquireLease(request("a"))
+          const again = yield* s.acquireLease(request("a")) // a retried acquisition of the same token keeps it
+          const second = yield* s.acquireLease(request("b", 60_000, 200))
+          const renewed = yield* s.renewLease({ key: "orders", token: "a" }, 60_000, "run-a")
+          const notOurs = yield* s.renewLease({ key: "orders", token: "b" }, 60_000)
+          const listed = yield* s.leases("orders")
+          yield* s.releaseLease({ key: "orders", token: "b" }) // not b's: nothing happens
+          const stillHeld = yield* s.acquireLease(request("c"))
+          yield* s.releaseLease({ key: "orders", token: "a" })
+          const free = yield* s.acquireLease(request("c", 1))
+          yield* Effect.sleep("20 millis")
+          const takeover = yield* s.acquireLease(request("d"))
+          const loser = yield* s.renewLease({ key: "orders", token: "c" }, 60_000)
+          const other = yield* s.acquireLease({ ...request("e"), key: "customers", exportName: "customers" })
+          return { first, again, second, renewed, notOurs, listed, stillHeld, free, takeover, loser, other, all: yield* s.leases() }
+        })
+      )
+      expect(result.first._tag).toBe("Acquired")
+      expect(result.again._tag).toBe("Acquired")
+      expect(result.again._tag === "Acquired" && result.again.takenOver).toBeFalsy()
+      expect(result.second).toMatchObject({ _tag: "Held", holder: { key: "orders", pid: 100, host: "host-a" } })
+      expect(result.renewed).toMatchObject({ _tag: "Renewed", holder: { runId: "run-a", pid: 100 } })
+      expect(result.notOurs).toMatchObject({ _tag: "Lost", holder: { runId: "run-a" } })
+      expect(result.listed).toHaveLength(1)
+      expect(result.listed[0]!.expiresAt > result.listed[0]!.heartbeatAt).toBe(true)
+      expect(result.stillHeld).toMatchObject({ _tag: "Held", holder: { runId: "run-a" } })
+      expect(result.free._tag).toBe("Acquired")
+      expect(result.takeover).toMatchObject({ _tag: "Acquired", takenOver: { key: "orders", pid: 100 } })
+      expect(result.loser._tag).toBe("Lost")
+      expect(result.other._tag).toBe("Acquired") // leases are per key
+      expect(result.all.map((lease) => lease.key)).toEqual(["customers", "orders"])
+    })
+
+    it("reset refuses while a run holds the export's lease, and works once it is released", async () => {
+      const target = await backend.fresh()
+      const proof = { key: "orders", token: "a" }
+      const result = await withStore(
+        target.layer(),
+        Effect.gen(function* () {
+          const s = yield* store
+          yield* s.beginRun(run("r1"))
+          yield* s.finishRun("r1", success(1), { cursor: { column: "id", value: "1", type: "int64" } })
+          yield* s.acquireLease({ ...proof, exportName: "orders", pid: 7, host: "h", ttlMs: 60_000 })
+          const refused = yield* Effect.flip(s.reset("orders"))
+          const kept = yield* s.cursor("orders")
+          yield* s.releaseLease(proof)
+          return { refused, kept, reset: yield* s.reset("orders") }
+        })
+      )
+      expect(result.refused.message).toContain("export 'orders' is being run by a run not journaled yet (pid 7 on h): its state is not reset while it runs")
+      expect(result.refused.retryable).toBe(true)
+      expect(Option.getOrThrow(result.kept).value).toBe("1")
+      expect(result.reset.cursor).toBe(true)
+    })
+
+    it("finishRun with a lease proof writes nothing once that lease is another run's", async () => {
+      const target = await backend.fresh()
+      const result = await withStore(
+        target.layer(),
+        Effect.gen(function* () {
+          const s = yield* store
+          yield* s.acquireLease({ key: "orders", exportName: "orders", token: "a", pid: 1, host: "h", ttlMs: 1 })
+          yield* Effect.sleep("20 millis")
+          yield* s.acquireLease({ key: "orders", exportName: "orders", token: "b", pid: 2, host: "h", ttlMs: 60_000 })
+          yield* s.beginRun(run("r1"))
+          const refused = yield* Effect.flip(
+            s.finishRun("r1", success(1), { cursor: { column: "id", value: "1", type: "int64" }, lease: { key: "orders", token: "a" } })
+          )
+          yield* s.finishRun("r1", success(1), { lease: { key: "orders", token: "b" } })
+          return { refused, cursor: yield* s.cursor("orders"), run: yield* s.run("r1") }
+        })
+      )
+      expect(result.refused.message).toContain("no longer holds the lease on 'orders'")
+      expect(result.refused.message).toContain("(pid 2 on h) took it over")
+      expect(result.cursor).toEqual(Option.none())
+      expect(Option.getOrThrow(result.run).status).toBe("success")
     })
 
     it("commitUnit marks units done and replaces a re-committed unit's parts; parts come in unit order", async () => {
@@ -315,7 +426,8 @@ const contract = (name: string, makeBackend: () => StateBackend) =>
       const reopened = await withStore(target.layer(), Effect.flatMap(store, (s) => s.cursor("orders")))
       expect(Option.getOrThrow(reopened).value).toBe("3")
       const versions = await target.query("SELECT version FROM rivet_schema_version ORDER BY version")
-      expect(versions.map((row) => Number(row["version"]))).toEqual([LATEST_SCHEMA_VERSION])
+      expect(versions.map((row) => Number(row["version"]))).toEqual(MIGRATIONS.map((step) => step.version))
+      expect(MIGRATIONS.at(-1)?.version).toBe(LATEST_SCHEMA_VERSION)
 
       await target.query(
         `INSERT INTO rivet_schema_version (version, applied_at) VALUES (${LATEST_SCHEMA_VERSION + 1}, '2030-01-01T00:00:00.000Z')`

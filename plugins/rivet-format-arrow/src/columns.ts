@@ -1,83 +1,9 @@
 import { makeData, type Data, type DataType } from "apache-arrow"
-import type { LogicalType, Value } from "rivet/plugin"
+import type { BinaryData, ColumnData, FixedData, LogicalType } from "rivet/plugin"
 import { arrowType, decimalBitWidth } from "./types.js"
 
-type Values = ReadonlyArray<Value>
-
-/** The validity bitmap (LSB first, 1 = present) and null count of a column; no bitmap when nothing is NULL. */
-const validity = (values: Values): { nullBitmap: Uint8Array | undefined; nullCount: number } => {
-  let nullCount = 0
-  for (const value of values) if (value === null) nullCount++
-  if (nullCount === 0) return { nullBitmap: undefined, nullCount }
-  const nullBitmap = new Uint8Array(Math.ceil(values.length / 8))
-  values.forEach((value, index) => {
-    if (value !== null) nullBitmap[index >> 3]! |= 1 << (index & 7)
-  })
-  return { nullBitmap, nullCount }
-}
-
-const wrong = (expected: string, value: Value): Error =>
-  new Error(`expected ${expected}, got ${value instanceof Uint8Array ? "bytes" : Array.isArray(value) ? "a list" : typeof value}`)
-
-const numbers = <A extends Int16Array | Int32Array | Float32Array | Float64Array>(
-  values: Values,
-  make: (length: number) => A
-): A => {
-  const out = make(values.length)
-  values.forEach((value, index) => {
-    if (value === null) return
-    if (typeof value !== "number") throw wrong("a number", value)
-    out[index] = value
-  })
-  return out
-}
-
-const bigints = (values: Values): BigInt64Array => {
-  const out = new BigInt64Array(values.length)
-  values.forEach((value, index) => {
-    if (value === null) return
-    if (typeof value !== "bigint") throw wrong("a bigint", value)
-    out[index] = value
-  })
-  return out
-}
-
-const bits = (values: Values): Uint8Array => {
-  const out = new Uint8Array(Math.ceil(values.length / 8))
-  values.forEach((value, index) => {
-    if (value === null) return
-    if (typeof value !== "boolean") throw wrong("a boolean", value)
-    if (value) out[index >> 3]! |= 1 << (index & 7)
-  })
-  return out
-}
-
-const encoder = new TextEncoder()
-
-/** Offsets and concatenated bytes of a variable-width column (Utf8 text or Binary). */
-const variableWidth = (values: Values, toBytes: (value: Value) => Uint8Array) => {
-  const pieces: Array<Uint8Array | undefined> = values.map((value) => (value === null ? undefined : toBytes(value)))
-  const valueOffsets = new Int32Array(values.length + 1)
-  let total = 0
-  pieces.forEach((piece, index) => {
-    total += piece?.length ?? 0
-    if (total > 0x7fffffff) throw new Error("a batch holds more than 2 GiB of text or bytes in one column; lower batch_size")
-    valueOffsets[index + 1] = total
-  })
-  const data = new Uint8Array(total)
-  pieces.forEach((piece, index) => piece && data.set(piece, valueOffsets[index]!))
-  return { valueOffsets, data }
-}
-
-const text = (value: Value): Uint8Array => {
-  if (typeof value !== "string") throw wrong("text", value)
-  return encoder.encode(value)
-}
-
-const bytes = (value: Value): Uint8Array => {
-  if (!(value instanceof Uint8Array)) throw wrong("bytes", value)
-  return value
-}
+// ignoreBOM: a text that starts with U+FEFF keeps it (the default decoder drops it).
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true })
 
 /**
  * Exact decimal text (`-12.30`) → unscaled integer at `scale`. More fraction digits than `scale` are accepted
@@ -101,70 +27,64 @@ export const unscaledDecimal = (value: string, precision: number, scale: number)
   return sign === "-" ? -unscaled : unscaled
 }
 
-/** Decimal128/256 values: two's-complement little-endian integers, as 32-bit words. */
-const decimals = (values: Values, precision: number, scale: number): Uint32Array => {
+/** Decimal128/256 values from exact decimal text: two's-complement little-endian integers, as 32-bit words. */
+const decimals = (column: BinaryData, precision: number, scale: number): Uint32Array => {
   const bitWidth = decimalBitWidth(precision)
   const stride = bitWidth / 32
-  const out = new Uint32Array(values.length * stride)
-  values.forEach((value, index) => {
-    if (value === null) return
-    if (typeof value !== "string") throw wrong("decimal text", value)
-    let word = BigInt.asUintN(bitWidth, unscaledDecimal(value, precision, scale))
+  const out = new Uint32Array(column.length * stride)
+  for (let index = 0; index < column.length; index++) {
+    const start = column.offsets[index]!
+    const end = column.offsets[index + 1]!
+    if (column.validity !== undefined && (column.validity[index >> 3]! & (1 << (index & 7))) === 0) continue
+    let word = BigInt.asUintN(bitWidth, unscaledDecimal(decoder.decode(column.data.subarray(start, end)), precision, scale))
     for (let w = 0; w < stride; w++) {
       out[index * stride + w] = Number(word & 0xffffffffn)
       word >>= 32n
     }
-  })
+  }
   return out
 }
 
-const list = (values: Values, element: LogicalType, type: DataType): Data => {
-  const { nullBitmap, nullCount } = validity(values)
-  const valueOffsets = new Int32Array(values.length + 1)
-  const items: Array<Value> = []
-  values.forEach((value, index) => {
-    if (value !== null) {
-      if (!Array.isArray(value)) throw wrong("a list", value)
-      items.push(...(value as ReadonlyArray<Value>))
+const HEX = new TextEncoder().encode("0123456789abcdef")
+
+/** 16-byte UUIDs → their canonical 36-character text, as Utf8 offsets and bytes. */
+const uuidText = (column: FixedData) => {
+  const valueOffsets = new Int32Array(column.length + 1)
+  const data = new Uint8Array(column.length * 36)
+  let at = 0
+  for (let index = 0; index < column.length; index++) {
+    const valid = column.validity === undefined || (column.validity[index >> 3]! & (1 << (index & 7))) !== 0
+    if (valid) {
+      for (let i = 0; i < 16; i++) {
+        if (i === 4 || i === 6 || i === 8 || i === 10) data[at++] = 45
+        const byte = column.data[index * 16 + i]!
+        data[at++] = HEX[byte >>> 4]!
+        data[at++] = HEX[byte & 15]!
+      }
     }
-    valueOffsets[index + 1] = items.length
-  })
-  const child = columnData(element, items)
-  return makeData({ type, length: values.length, nullCount, nullBitmap, valueOffsets, child } as never)
+    valueOffsets[index + 1] = at
+  }
+  return { valueOffsets, data: data.subarray(0, at) }
 }
 
-/** One column of a batch as Arrow data, values converted exactly (no JS `Date`, no float for decimals). */
-export const columnData = (logical: LogicalType, values: Values): Data => {
-  const type = arrowType(logical)
-  if (logical.kind === "list") return list(values, logical.element, type)
-  const { nullBitmap, nullCount } = validity(values)
-  const common = { type, length: values.length, nullCount, nullBitmap }
-  const fixed = (data: ArrayBufferView) => makeData({ ...common, data } as never)
-  switch (logical.kind) {
-    case "int16":
-      return fixed(numbers(values, (n) => new Int16Array(n)))
-    case "int32":
-    case "date":
-      return fixed(numbers(values, (n) => new Int32Array(n)))
-    case "float32":
-      return fixed(numbers(values, (n) => new Float32Array(n)))
-    case "float64":
-      return fixed(numbers(values, (n) => new Float64Array(n)))
-    case "int64":
-    case "time":
-    case "timestamp":
-    case "timestamptz":
-      return fixed(bigints(values))
-    case "bool":
-      return fixed(bits(values))
-    case "decimal":
-      return fixed(decimals(values, logical.precision, logical.scale))
-    case "bytes":
-      return makeData({ ...common, ...variableWidth(values, bytes) } as never)
-    case "string":
-    case "uuid":
-    case "json":
-    case "interval":
-      return makeData({ ...common, ...variableWidth(values, text) } as never)
+/**
+ * One column of a batch as Arrow data. Rivet's batches already use the Arrow memory layout, so numbers, booleans,
+ * text and bytes are handed over without copying; decimals (exact text) and uuids (16 bytes) are converted.
+ */
+export const columnData = (logical: LogicalType, column: ColumnData): Data => {
+  const type: DataType = arrowType(logical)
+  const common = { type, length: column.length, nullCount: column.nullCount, nullBitmap: column.validity }
+  switch (column.layout) {
+    case "list":
+      if (logical.kind !== "list") break
+      return makeData({ ...common, valueOffsets: column.offsets, child: columnData(logical.element, column.child) } as never)
+    case "fixed":
+      return makeData({ ...common, ...uuidText(column) } as never)
+    case "binary":
+      if (logical.kind === "decimal") return makeData({ ...common, data: decimals(column, logical.precision, logical.scale) } as never)
+      return makeData({ ...common, valueOffsets: column.offsets, data: column.data } as never)
+    default:
+      return makeData({ ...common, data: column.values } as never)
   }
+  throw new Error(`a ${column.layout} column cannot hold ${logical.kind} values`)
 }

@@ -26,7 +26,7 @@ export interface ArrowPartEncoder {
 }
 
 const recordBatch = (schema: Schema, batch: Batch): RecordBatch => {
-  const children = batch.schema.columns.map((column, index) => columnData(column.type, columnValues(batch.columns[index]!, column.type)))
+  const children = batch.schema.columns.map((column, index) => columnData(column.type, batch.columns[index]!))
   const data = makeData({ type: new Struct(schema.fields), length: batch.rowCount, nullCount: 0, children })
   return new RecordBatch(schema, data)
 }

@@ -93,7 +93,7 @@ export const initCommand = Command.make(
           })
         )
       }
-      const discovery = yield* discoverPostgres({ url, schema, tables })
+      const discovery = yield* discoverPostgres({ url, origin: `environment variable ${sourceEnv} (--source-env)`, schema, tables })
       const plan = planInit(discovery, {
         urlEnv: sourceEnv,
         fileName: file === undefined ? "rivet.yaml" : path.basename(file),

@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { validateConfigFile } from "../../registry/load-config.js"
+import { durationProblem, parseDuration } from "../../runtime/duration.js"
 import { ConfigError } from "../../runtime/errors.js"
 import { loadPlanFor } from "../../runtime/plan/file.js"
 import { runConfig } from "../../runtime/run.js"
@@ -11,6 +12,7 @@ import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { printStatements } from "../plan-render.js"
 import { paramOption, useParams } from "../params.js"
 import { cliProgress, jsonProgress } from "../progress.js"
+import { reportInterrupted, trackRunning } from "../signals.js"
 import { validateAfterRun } from "../validate-after-run.js"
 
 export const configOption = Options.file("config", { exists: "either" }).pipe(
@@ -34,6 +36,13 @@ const resumeOption = Options.boolean("resume").pipe(
   )
 )
 
+const waitOption = Options.text("wait").pipe(
+  Options.optional,
+  Options.withDescription(
+    "When another run of an export is under way (it holds the export's lease), wait up to this long for it to finish (e.g. 30s, 10m) instead of exiting 2 at once."
+  )
+)
+
 const validateOption = Options.boolean("validate").pipe(
   Options.withDescription(
     "After each successful export, validate its destination as `rivet validate` does (re-reads every part); a mismatch exits 3."
@@ -42,7 +51,7 @@ const validateOption = Options.boolean("validate").pipe(
 
 const jsonOption = Options.boolean("json").pipe(
   Options.withDescription(
-    "Machine-readable events on stderr, one JSON object per line (run_started, progress, part_committed, warning, export_finished, error) instead of the progress line and summaries."
+    "Machine-readable events on stderr, one JSON object per line (run_started, progress, part_committed, warning, export_finished, error, interrupted) instead of the progress line and summaries."
   )
 )
 
@@ -56,8 +65,8 @@ const planOption = Options.file("plan", { exists: "yes" }).pipe(
 /** `rivet run -c export.yaml [-e name]… [--resume] [--json]` — runs the exports and prints a summary per export. */
 export const runCommand = Command.make(
   "run",
-  { config: configOption, exports: exportOption, params: paramOption, verbose: verboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption },
-  ({ config, exports, params, verbose, resume, json, validate, plan }) =>
+  { config: configOption, exports: exportOption, params: paramOption, verbose: verboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption, wait: waitOption },
+  ({ config, exports, params, verbose, resume, json, validate, plan, wait }) =>
     Effect.gen(function* () {
       const badParams = yield* useParams(params, config, { json })
       if (badParams) return badParams
@@ -79,8 +88,17 @@ export const runCommand = Command.make(
         return new ExitCode(1)
       }
       const planned = plans?.right
-      const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned }).pipe(
-        Effect.provide(json ? jsonProgress : cliProgress()),
+      const waitMs = Option.isNone(wait) ? 0 : parseDuration(wait.value)
+      if (waitMs === undefined) {
+        yield* printErrors([new ConfigError({ path: "--wait", message: durationProblem(Option.getOrThrow(wait)), hint: "e.g. --wait 10m" })], { json })
+        return new ExitCode(1)
+      }
+      const running = trackRunning(json ? jsonProgress : cliProgress())
+      const startedAt = Date.now()
+      const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs }).pipe(
+        Effect.provide(running.layer),
+        // After runConfig's own cleanup: by then statements are cancelled and uploads aborted.
+        Effect.onInterrupt(() => reportInterrupted({ json, exports: running.names(), startedAt })),
         Effect.either
       )
       if (Either.isLeft(runs)) {
@@ -95,6 +113,6 @@ export const runCommand = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers\n  rivet run -c export.yaml -p RUN_DATE=2026-12-01\n  rivet run -c export.yaml --resume\n  rivet run -c export.yaml --validate\n  rivet plan -c export.yaml -o plan.json && rivet run -c export.yaml --plan plan.json\n  rivet run -c export.yaml --json 2> events.ndjson"
+    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers\n  rivet run -c export.yaml -p RUN_DATE=2026-12-01\n  rivet run -c export.yaml --resume\n  rivet run -c export.yaml --wait 10m\n  rivet run -c export.yaml --validate\n  rivet plan -c export.yaml -o plan.json && rivet run -c export.yaml --plan plan.json\n  rivet run -c export.yaml --json 2> events.ndjson"
   )
 )

@@ -175,15 +175,30 @@ export const valueAppender = (type: LogicalType, capacity = 1024): ValueAppender
   }
 }
 
-const decoder = new TextDecoder()
+// ignoreBOM: a text that starts with U+FEFF keeps it (the default decoder drops it).
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true })
+
+/**
+ * The shortest decimal that reads back as the float32 `value`, as a JS number: 1.1 rather than the double
+ * 1.100000023841858 a Float32Array holds. The number PostgreSQL prints for a float4 (shortest round-trip).
+ */
+export const shortestFloat32 = (value: number): number => {
+  if (!Number.isFinite(value) || value === 0) return value
+  for (let digits = 1; digits < 9; digits++) {
+    const candidate = +value.toPrecision(digits)
+    if (Math.fround(candidate) === value) return candidate
+  }
+  return +value.toPrecision(9)
+}
 
 /** The `Value` of row `row` (see the table on `Value`): a fresh JS value, safe to keep. */
 export const valueAt = (column: ColumnData, type: LogicalType, row: number): Value => {
   if (!isValid(column, row)) return null
   switch (column.layout) {
+    case "float32":
+      return shortestFloat32(column.values[row]!)
     case "int16":
     case "int32":
-    case "float32":
     case "float64":
     case "int64":
       return column.values[row]!

@@ -86,18 +86,46 @@ export const ExportName = Schema.String.pipe(
   }, { jsonSchema: { pattern: SAFE_NAME.source, maxLength: MAX_EXPORT_NAME_LENGTH } })
 ).annotations({ description: "Unique name of the export; used in file names, so letters, digits, _ - . only." })
 
+/**
+ * PostgreSQL's NAMEDATALEN - 1: the server silently truncates a longer identifier to its first 63 bytes, so a
+ * long `table:` could name (and export) a different existing table.
+ */
+export const MAX_IDENTIFIER_BYTES = 63
+
+/** Why `name` cannot be an identifier because of its length, or undefined. */
+export const identifierLengthProblem = (what: string, name: string): string | undefined => {
+  const bytes = Buffer.byteLength(name, "utf8")
+  return bytes <= MAX_IDENTIFIER_BYTES
+    ? undefined
+    : `${what} ${JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name)} is ${bytes} bytes long: identifiers are at most ${MAX_IDENTIFIER_BYTES} bytes (UTF-8) — PostgreSQL would silently cut it to its first ${MAX_IDENTIFIER_BYTES} bytes and read another object`
+}
+
 export const TableName = Schema.String.pipe(
   Schema.filter((table) => {
     const parts = table.split(".")
-    return parts.length <= 2 && parts.every((part) => IDENTIFIER.test(part))
-      ? true
-      : `invalid table name ${JSON.stringify(table)}: use 'table' or 'schema.table' with plain identifiers (write a query: for anything else)`
+    if (!(parts.length <= 2 && parts.every((part) => IDENTIFIER.test(part)))) {
+      return `invalid table name ${JSON.stringify(table)}: use 'table' or 'schema.table' with plain identifiers (write a query: for anything else)`
+    }
+    const tooLong = parts.map((part, index) =>
+      identifierLengthProblem(parts.length === 2 && index === 0 ? "schema name" : "table name", part)
+    )
+    return tooLong.find((problem) => problem !== undefined) ?? true
   }, { jsonSchema: { pattern: `^${PLAIN_IDENTIFIER}(\\.${PLAIN_IDENTIFIER})?$` } })
 ).annotations({ description: "Table to export, `table` or `schema.table`; becomes SELECT * FROM it." })
 
-const ColumnName = Schema.String.pipe(
+const NonEmptyColumnName = Schema.String.pipe(
   Schema.filter((name) => (name.trim().length > 0 ? true : "a column name must not be empty"))
 )
+
+const ColumnName = NonEmptyColumnName.pipe(Schema.filter((name) => identifierLengthProblem("column name", name) ?? true))
+
+// A filter on the record, not its key schema: a key that fails its schema is reported as an "unknown key".
+const keysAreColumnNames = <A extends Record<string, unknown>, I, R>(record: Schema.Schema<A, I, R>) =>
+  record.pipe(
+    Schema.filter((value) =>
+      Object.keys(value).map((name) => identifierLengthProblem("column name", name)).find((problem) => problem !== undefined) ?? true
+    )
+  )
 
 const Ratio = Schema.Number.pipe(
   Schema.between(0, 1, { message: () => "must be a ratio from 0 to 1 (e.g. 0.05 for 5%)" })
@@ -115,7 +143,7 @@ export const QualityConfig = Schema.Struct({
     })
   ),
   null_ratio_max: Schema.optional(
-    Schema.Record({ key: Schema.String, value: Ratio }).annotations({
+    Schema.Record({ key: Schema.String, value: Ratio }).pipe(keysAreColumnNames).annotations({
       description: "Per column: fail when the share of NULLs exceeds this ratio, e.g. { email: 0.01 }."
     })
   ),
@@ -177,10 +205,19 @@ export const ExportCore = Schema.Struct({
     })
   ),
   key_columns: Schema.optional(
-    Schema.Union(ColumnName, Schema.NonEmptyArray(ColumnName)).annotations({
-      description: "keyset: the unique, non-null key to page by, one column or a list (default: the primary key).",
-      message: () => ({ message: "must be a column name or a non-empty list of column names, e.g. [tenant_id, id]", override: true })
-    })
+    Schema.Union(NonEmptyColumnName, Schema.NonEmptyArray(NonEmptyColumnName))
+      .annotations({
+        message: () => ({ message: "must be a column name or a non-empty list of column names, e.g. [tenant_id, id]", override: true })
+      })
+      // After the union, whose message replaces every inner one: the length problem keeps its own words.
+      .pipe(
+        Schema.filter((key) =>
+          (typeof key === "string" ? [key] : key).map((name) => identifierLengthProblem("column name", name)).find((problem) => problem !== undefined) ?? true
+        )
+      )
+      .annotations({
+        description: "keyset: the unique, non-null key to page by, one column or a list (default: the primary key)."
+      })
   ),
   page_size: Schema.optional(
     Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be a whole number of at least 1" })).annotations({
@@ -217,7 +254,7 @@ export const ExportCore = Schema.Struct({
         }),
         Schema.String.annotations({ description: "Short form of { type: ... }: amount: decimal(18,2)." })
       )
-    }).annotations({
+    }).pipe(keysAreColumnNames).annotations({
       description: "Per-column type overrides, e.g. for unbounded numeric columns: amount: { type: decimal(18,2) } or amount: decimal(18,2)."
     })
   ),

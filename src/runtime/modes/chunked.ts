@@ -4,7 +4,7 @@ import { formatLogicalType } from "../batch.js"
 import { ConfigError, SourceError } from "../errors.js"
 import type { PartRecord } from "../manifest.js"
 import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../lanes/work.js"
-import { chunkRunStem, makeNonce, partNamePattern } from "../naming.js"
+import { chunkAttemptStem, chunkRunStem, makeNonce, partNamePattern } from "../naming.js"
 import type { ChunkSpec, ModePlan } from "../plan/model.js"
 import type { RowFilter, SourceDescription } from "../plugin.js"
 import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
@@ -144,6 +144,10 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
               sizeSplit: ctx.spec.maxFileSize !== undefined
             }
           }
+          // The chunk may run in a worker thread, whose keys this thread never sees: the run's cleanup lists its stem.
+          ctx.uploads?.notePrefix(
+            chunkAttemptStem(ctx.spec.name, journal.startedAt, work.naming.chunk, work.naming.nonce)
+          )
           const outcome = yield* retryUnit(ctx, `chunk ${unit.index} (${describeChunk(column.name, unit)})`, runner(work))
           if (mode.checkpoint) {
             yield* state.commitUnit(journal.runId, { ...unit, status: "done", rows: outcome.rows }, outcome.parts)

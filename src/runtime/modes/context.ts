@@ -16,6 +16,7 @@ import type {
 } from "../plugin.js"
 import type { ExportProgress, ProgressReporterShape } from "../progress.js"
 import type { RetryPolicy } from "../retry.js"
+import type { UploadLedger } from "../upload-cleanup.js"
 
 /** Everything one export's run works with. */
 export interface ExportContext {
@@ -30,6 +31,8 @@ export interface ExportContext {
   readonly now: () => Date
   /** The export's quality gates, fed every batch written. */
   readonly gates?: QualityGates | undefined
+  /** The keys and key prefixes this run may have begun uploads under, cleaned up when the export ends. */
+  readonly uploads?: UploadLedger | undefined
   /** Checks an output schema against the export's baseline before anything is written (schema drift). */
   readonly checkSchema: (schema: BatchSchema) => Effect.Effect<void, RivetError>
   /**

@@ -1,4 +1,6 @@
+import { randomBytes } from "node:crypto"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type { RunRecord } from "../../state/store.js"
 import { ConfigError, StateError } from "../errors.js"
@@ -26,7 +28,11 @@ export const openJournal = Effect.fn("Pipeline.openJournal")(function* (
     const run = unfinished.value
     if (!resume) {
       return yield* new StateError({
-        message: `export '${spec.name}': checkpointed run '${run.runId}' did not finish (${run.status}${run.error ? `: ${run.error}` : ""})`,
+        // The export's lease is held by this run, so no process is still running the unfinished one.
+        message:
+          run.status === "running"
+            ? `export '${spec.name}': checkpointed run '${run.runId}' did not finish: its process stopped without recording an outcome (killed or crashed; no run holds the export's lease any more)`
+            : `export '${spec.name}': checkpointed run '${run.runId}' did not finish (${run.status}${run.error ? `: ${run.error}` : ""})`,
         hint: `continue it with \`rivet run -c <config> --resume\`, ${resetHint(spec.name)}`
       })
     }
@@ -50,18 +56,42 @@ export const openJournal = Effect.fn("Pipeline.openJournal")(function* (
     )
   }
   const startedAt = ctx.now()
-  const runId = makeRunId(spec.name, startedAt)
-  yield* state.beginRun({
-    runId,
-    exportName: spec.name,
-    mode: spec.mode.kind,
-    startedAt: startedAt.toISOString(),
-    status: "running",
-    rows: 0,
-    parts: 0,
-    bytes: 0,
-    checkpointed: prepared.checkpointed,
-    planFingerprint: prepared.fingerprint
-  })
+  const runId = yield* beginNewRun(ctx, prepared, startedAt)
   return { runId, startedAt, resumed: false } satisfies RunJournal
 })
+
+/** How many suffixed ids a new run tries after its plain id was taken, before the store's refusal stands. */
+const SUFFIXED_TRIES = 3
+
+/**
+ * Journals a new run under the documented `{export}_{YYYYMMDD}T{HHMMSS}.{mmm}` id. Two runs of an export started in
+ * the same millisecond (two processes, or a pinned clock) would share it: the store's insert refuses the second, and
+ * only then does the run take the id with a short random suffix, `…{mmm}-{4 hex}`. The insert decides, not a read
+ * before it, because the other run may be inserting at that very moment.
+ */
+const beginNewRun = (ctx: ExportContext, prepared: PreparedMode, startedAt: Date) =>
+  Effect.gen(function* () {
+    const { spec, state } = ctx
+    const plain = makeRunId(spec.name, startedAt)
+    for (let attempt = 0; ; attempt++) {
+      const runId = attempt === 0 ? plain : `${plain}-${randomBytes(2).toString("hex")}`
+      const begun = yield* Effect.either(
+        state.beginRun({
+          runId,
+          exportName: spec.name,
+          mode: spec.mode.kind,
+          startedAt: startedAt.toISOString(),
+          status: "running",
+          rows: 0,
+          parts: 0,
+          bytes: 0,
+          checkpointed: prepared.checkpointed,
+          planFingerprint: prepared.fingerprint
+        })
+      )
+      if (Either.isRight(begun)) return runId
+      // Only a taken id is worth another try; any other failure of the insert is the store's to report.
+      const taken = yield* state.run(runId).pipe(Effect.orElseSucceed(() => Option.none()))
+      if (Option.isNone(taken) || attempt >= SUFFIXED_TRIES) return yield* begun.left
+    }
+  })

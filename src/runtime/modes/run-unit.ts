@@ -12,7 +12,7 @@ import type { ExportContext } from "./context.js"
 /** What running a unit needs of the export's context — also built by chunk worker threads (src/runtime/lanes). */
 export type UnitContext = Pick<
   ExportContext,
-  "spec" | "source" | "format" | "sink" | "reporter" | "progress" | "retry" | "gates" | "checkSchema"
+  "spec" | "source" | "format" | "sink" | "reporter" | "progress" | "retry" | "gates" | "checkSchema" | "uploads"
 >
 
 /** One statement's worth of work: the whole export in single-runner modes, a chunk, or a keyset page. */
@@ -116,7 +116,8 @@ export const runUnit = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOut
         },
         onBytes: (count) => {
           progress.bytes += count
-        }
+        },
+        onBegin: (key) => ctx.uploads?.noteKey(key)
       })
       return {
         parts,

@@ -47,8 +47,17 @@ const prefixProblem = (prefix: string): string | undefined => {
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(prefix)) return `prefix ${JSON.stringify(prefix)} must not contain control characters (NUL, newline, tab, …)`
   if (prefix.includes("\\")) return `prefix ${JSON.stringify(prefix)} must not contain '\\': separate folders with /, e.g. exports/daily/`
-  if (prefix.split("/").includes("..")) {
+  // Leading slashes are dropped and one trailing slash is the folder end; every segment between must be a name.
+  const segments = prefix.replace(/^\/+/, "").replace(/\/$/, "").split("/")
+  if (segments.includes("..")) {
     return `prefix '${prefix}' must not contain '..' segments: S3 keys have no parent directories; write the folder path you want, e.g. exports/daily/`
+  }
+  // S3 stores `a/./b/` and `a//b/` literally while readers and tools normalise them: the manifest would not be found.
+  if (segments.includes(".")) {
+    return `prefix '${prefix}' must not contain '.' segments: S3 stores them literally, so tools that normalise the path look elsewhere; write the folder path without them, e.g. exports/daily/`
+  }
+  if (segments.length > 1 && segments.includes("")) {
+    return `prefix '${prefix}' must not contain empty segments ('//'): S3 stores them literally, so tools that normalise the path look elsewhere; separate folders with a single /, e.g. exports/daily/`
   }
   return placeholderProblem("prefix", prefix)
 }
@@ -112,7 +121,7 @@ const fields = {
   prefix: Schema.optionalWith(
     Schema.transform(
       text(
-        "Key prefix (folder-like path) under which objects are written, e.g. exports/daily/. A missing trailing / is added, a leading / removed; '..' segments and placeholders such as {date} or {export} (not expanded) are rejected."
+        "Key prefix (folder-like path) under which objects are written, e.g. exports/daily/. A missing trailing / is added, a leading / removed; '.', '..' and empty ('//') segments and placeholders such as {date} or {export} (not expanded) are rejected."
       ).pipe(
         Schema.filter((prefix) => prefixProblem(prefix) ?? true)
       ),

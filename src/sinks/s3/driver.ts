@@ -15,6 +15,7 @@ import { DOCTOR_PROBE_NAME, type S3Config } from "./config.js"
 import { credentialSourceOf, describeCredentialSource, resolveCredentials } from "./credentials.js"
 import { s3Uri, toSinkError } from "./errors.js"
 import { validateKey } from "./keys.js"
+import { pendingUploadsOf } from "./pending.js"
 import { beginUpload, putObject } from "./upload.js"
 
 /** Options that are not user config: tests shorten the network timeouts. */
@@ -133,6 +134,7 @@ export const makeS3Driver = (
       begin: (key, contentType) =>
         Effect.zipRight(checkKey("CreateMultipartUpload", key), beginUpload(s3, fullKey(key), contentType)),
       list: listObjects(s3),
+      pendingUploads: pendingUploadsOf(s3),
       read: (key) =>
         Stream.unwrap(Effect.as(checkKey("GetObject", key), readObject(s3, fullKey(key), streamError(fullKey(key)))))
     }

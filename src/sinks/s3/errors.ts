@@ -125,6 +125,13 @@ const classify = (
     }
   }
   if (name === "AccessDenied" || name === "AllAccessDisabled" || name === "Forbidden" || status === 403) {
+    if (context.operation === "ListMultipartUploads") {
+      return {
+        reason: "PermissionDenied",
+        retryable: false,
+        hint: "Grant s3:ListBucketMultipartUploads so Rivet can find and abort multipart uploads whose response was lost; until then a lifecycle rule AbortIncompleteMultipartUpload on the bucket is the only cleanup."
+      }
+    }
     return {
       reason: "PermissionDenied",
       retryable: false,

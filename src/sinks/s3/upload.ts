@@ -47,6 +47,23 @@ const uploadError = (s3: S3Bucket, key: string, operation: string, message: stri
 
 type State = "open" | "completed" | "aborted"
 
+/** Aborts a multipart upload by id (full key). */
+export const abortMultipartUpload = (s3: S3Bucket, key: string, uploadId: string) =>
+  s3
+    .call("AbortMultipartUpload", key, (abortSignal) =>
+      s3.client.send(new AbortMultipartUploadCommand({ Bucket: s3.bucket, Key: key, UploadId: uploadId }), {
+        abortSignal
+      })
+    )
+    .pipe(
+      // Already gone (aborted before, or removed by a lifecycle rule): the goal — nothing left behind — holds.
+      Effect.catchIf(
+        (error) => error.reason === "NotFound",
+        () => Effect.void
+      ),
+      Effect.asVoid
+    )
+
 /**
  * Starts a multipart upload (eagerly, so a missing bucket or a permission problem surfaces before any data is
  * encoded) and returns its handle. Block `i` is part `i + 1`; re-sending a block replaces that part, so
@@ -71,20 +88,7 @@ export const beginUpload = Effect.fn("S3Sink.begin")(function* (s3: S3Bucket, ke
       ? Effect.void
       : Effect.fail(uploadError(s3, key, operation, `the upload was already ${state}`))
 
-  const abortUpload = s3
-    .call("AbortMultipartUpload", key, (abortSignal) =>
-      s3.client.send(new AbortMultipartUploadCommand({ Bucket: s3.bucket, Key: key, UploadId: uploadId }), {
-        abortSignal
-      })
-    )
-    .pipe(
-      // Already gone (aborted before, or removed by a lifecycle rule): the goal — nothing left behind — holds.
-      Effect.catchIf(
-        (error) => error.reason === "NotFound",
-        () => Effect.void
-      ),
-      Effect.asVoid
-    )
+  const abortUpload = abortMultipartUpload(s3, key, uploadId)
 
   const writeBlock = Effect.fn("S3Sink.writeBlock")(function* (index: number, bytes: Uint8Array) {
     yield* ensureOpen("UploadPart")

@@ -1,4 +1,7 @@
 import * as Schema from "effect/Schema"
+import * as Redacted from "effect/Redacted"
+import { identifierLengthProblem } from "../../runtime/config/model.js"
+import { urlProblem } from "./url.js"
 
 const EmbeddedConfig = Schema.Struct({
   data_dir: Schema.optional(
@@ -40,9 +43,17 @@ export const PostgresConfig = Schema.Struct({
     // The default message would quote a non-string value (`actual [...]`), which may hold the password.
     Schema.Redacted(
       Schema.String.annotations({ message: () => "expected a string: the connection URL (value not shown)" })
-    ).annotations({
-      description: "Connection URL, `postgres://user:password@host:5432/database`. Prefer `url_env` for secrets."
-    })
+    )
+      .pipe(
+        Schema.filter((url) => {
+          const found = urlProblem(Redacted.value(url))
+          return found === undefined ? true : `${found.message}; ${found.hint}`
+        })
+      )
+      .annotations({
+        description:
+          "Connection URL, `postgres://user:password@host:5432/database`; percent-encode `#`, `?`, `/`, `@` and `%` in the user name and password. Prefer `url_env` for secrets."
+      })
   ),
   url_env: Schema.optional(
     Schema.NonEmptyString.annotations({
@@ -53,7 +64,7 @@ export const PostgresConfig = Schema.Struct({
   schema: Schema.optionalWith(
     Schema.NonEmptyString.annotations({
       description: "Schema that unqualified table names (and `table:` shortcuts) resolve to first."
-    }),
+    }).pipe(Schema.filter((name) => identifierLengthProblem("schema name", name) ?? true)),
     { default: () => "public" }
   ),
   statement_timeout_s: Seconds("Server-side statement timeout in seconds for each export query (0 = none).", 300),

@@ -12,15 +12,17 @@ import type {
   SkippedTable
 } from "../../runtime/init/model.js"
 import { type DescribedColumn, loadCatalog } from "./catalog.js"
-import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
+import { addressOf, type ErrorContext, fromPostgres, sourceError } from "./errors.js"
 import { attemptOn, openSession } from "./session.js"
 import { quoteIdent } from "./statement.js"
 import { planColumn, resolveShape, type Shape } from "./types.js"
-import { hasPostgresScheme, makeScrubber, maskUrl } from "./url.js"
+import { connectionTarget, displayAddress, makeScrubber } from "./url.js"
 
 /** What `rivet init` asks for: every table of `schema`, or only the named ones (`name` or `schema.name`). */
 export interface DiscoverRequest {
   readonly url: string
+  /** Where the URL came from, for messages (e.g. "environment variable DATABASE_URL"). */
+  readonly origin?: string | undefined
   readonly schema: string
   readonly tables: ReadonlyArray<string>
 }
@@ -123,18 +125,14 @@ const problemOf = (table: TableRef, name: string, shape: Shape, reason: string):
 export const discoverPostgres = Effect.fn("PostgresSource.discover")(
   function* (request: DiscoverRequest) {
     const url = request.url
-    const context: ErrorContext = { displayUrl: maskUrl(url), scrub: makeScrubber(url) }
-    if (!hasPostgresScheme(url)) {
-      return yield* Effect.fail(
-        sourceError(context, "the connection URL must start with postgres:// or postgresql://", {
-          hint: "use a URL such as postgres://user:password@host:5432/database"
-        })
-      )
-    }
+    const address = yield* addressOf({ url, origin: request.origin ?? "the connection URL" }, {})
+    const target = connectionTarget(address)
+    const context: ErrorContext = { displayUrl: displayAddress(address), scrub: makeScrubber(url) }
     const pool = yield* Effect.acquireRelease(
       Effect.try({
         try: () =>
-          postgres(url, {
+          postgres(target.settingsUrl, {
+            ...target.options,
             max: 1,
             prepare: false,
             fetch_types: false,

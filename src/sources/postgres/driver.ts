@@ -7,13 +7,13 @@ import type { SourceError } from "../../runtime/errors.js"
 import type { PluginContext, SourceDriverShape, SourceQuery } from "../../runtime/plugin.js"
 import type { PostgresConfig } from "./config.js"
 import { startEmbedded } from "./embedded.js"
-import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
+import { addressOf, type ErrorContext, fromPostgres, type ResolvedUrl, sourceError } from "./errors.js"
 import { estimateQueryRows } from "./estimate.js"
 import { describeQuery, queryBounds } from "./inspect.js"
 import { openResult } from "./result.js"
 import type { SessionSettings } from "./session.js"
 import { queryProblem, renderForDisplay } from "./statement.js"
-import { hasPostgresScheme, makeScrubber, maskUrl } from "./url.js"
+import { connectionTarget, displayAddress, makeScrubber } from "./url.js"
 
 // Every OID postgres.js parses by default (types.js: bool, bytea, int2/4, oid, float4/8, json/jsonb, date,
 // timestamp, timestamptz). An entry without `parse` removes those parsers, so each value reaches us as PostgreSQL's
@@ -40,8 +40,8 @@ const END_TIMEOUT_S = 5
 const resolveUrl = (
   config: PostgresConfig,
   context: PluginContext
-): Effect.Effect<string, SourceError, Scope.Scope> => {
-  if (config.url !== undefined) return Effect.succeed(Redacted.value(config.url))
+): Effect.Effect<ResolvedUrl, SourceError, Scope.Scope> => {
+  if (config.url !== undefined) return Effect.succeed({ url: Redacted.value(config.url), origin: "source.url" })
   if (config.url_env !== undefined) {
     const name = config.url_env
     const value = context.env[name]
@@ -51,13 +51,13 @@ const resolveUrl = (
             hint: `set it to the connection URL, e.g. export ${name}=postgres://user:password@host:5432/database`
           })
         )
-      : Effect.succeed(value)
+      : Effect.succeed({ url: value, origin: `environment variable ${name} (source.url_env)` })
   }
   const embedded = config.embedded ?? {}
   return startEmbedded({
     dataDir: path.resolve(context.configDir, embedded.data_dir ?? ".rivet-demo"),
     port: embedded.port
-  }).pipe(Effect.map(({ url }) => url))
+  }).pipe(Effect.map(({ url }) => ({ url, origin: "source.embedded" })))
 }
 
 /** Builds the postgres source driver in the layer's scope; the client pool ends when the scope closes. */
@@ -66,21 +66,17 @@ export const makePostgresDriver = (
   context: PluginContext
 ): Effect.Effect<SourceDriverShape, SourceError, Scope.Scope> =>
   Effect.gen(function* () {
-    const url = yield* resolveUrl(config, context)
-    if (!hasPostgresScheme(url)) {
-      return yield* Effect.fail(
-        sourceError(context, "the connection URL must start with postgres:// or postgresql://", {
-          hint: "use a URL such as postgres://user:password@host:5432/database"
-        })
-      )
-    }
-    const displayUrl = maskUrl(url)
-    const errors: ErrorContext = { exportName: context.exportName, displayUrl, scrub: makeScrubber(url) }
+    const resolved = yield* resolveUrl(config, context)
+    const address = yield* addressOf(resolved, context)
+    const target = connectionTarget(address)
+    const displayUrl = displayAddress(address)
+    const errors: ErrorContext = { exportName: context.exportName, displayUrl, scrub: makeScrubber(resolved.url) }
     let closedEarly = false
     const pool = yield* Effect.acquireRelease(
       Effect.try({
         try: () =>
-          postgres(url, {
+          postgres(target.settingsUrl, {
+            ...target.options,
             max: Math.max(MAX_CONNECTIONS, (context.concurrency ?? 1) + 2),
             prepare: false,
             fetch_types: false,

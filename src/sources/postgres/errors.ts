@@ -1,5 +1,7 @@
 import postgres from "postgres"
+import * as Effect from "effect/Effect"
 import { describeCause, SourceError } from "../../runtime/errors.js"
+import { isUrlProblem, parsePostgresUrl, type PostgresAddress } from "./url.js"
 
 /** What an error message may mention: the export, the masked URL; `scrub` removes any secret from library text. */
 export interface ErrorContext {
@@ -22,6 +24,23 @@ export const sourceError = (
     retryable: options.retryable ?? false,
     ...(options.hint === undefined ? {} : { hint: options.hint })
   })
+
+/** A connection URL and the config key (or environment variable) it came from, for messages. */
+export interface ResolvedUrl {
+  readonly url: string
+  readonly origin: string
+}
+
+/** The URL parsed once, or a failure naming where it came from (and never quoting it). */
+export const addressOf = (
+  resolved: ResolvedUrl,
+  context: Pick<ErrorContext, "exportName">
+): Effect.Effect<PostgresAddress, SourceError> => {
+  const parsed = parsePostgresUrl(resolved.url)
+  return isUrlProblem(parsed)
+    ? Effect.fail(sourceError(context, `${resolved.origin}: ${parsed.message}`, { hint: parsed.hint }))
+    : Effect.succeed(parsed)
+}
 
 interface Rule {
   readonly retryable: boolean

@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import type postgres from "postgres"
 import type { SourceError } from "../../runtime/errors.js"
@@ -31,6 +32,35 @@ interface Transaction {
   readonly sql: postgres.TransactionSql
   /** Ends the transaction (COMMIT, or ROLLBACK after an error: it is read-only either way) and frees its connection. */
   readonly end: () => Promise<void>
+}
+
+/**
+ * What a postgres.js query exposes beyond its types: `executed` is set once it was handed to its connection (then
+ * postgres.js has attached its own rejection handler, so a cancelled query never rejects unhandled).
+ */
+interface TrackedQuery {
+  readonly executed?: boolean
+  readonly cancel: () => unknown
+}
+
+/** How long ending a transaction waits for its cancelled statement to stop. */
+const CANCEL_WAIT_MS = 5_000
+
+/** The queries each transaction from `openSession` has sent, to cancel the running one when its scope closes. */
+const sentQueries = new WeakMap<postgres.TransactionSql, Set<TrackedQuery>>()
+
+/**
+ * Cancels whatever statement a transaction from `openSession` is running — a describe, a lock wait, a cursor fetch,
+ * a COPY — with a PostgreSQL cancel request (postgres.js `query.cancel()`; a query still queued behind it is
+ * dropped). Without it, interrupting the fiber that awaits a statement only stops the waiting: the statement runs
+ * on, and the transaction's end (queued behind it on the same connection) waits as long, e.g. a lock wait with
+ * `lock_timeout_s: 0` until the lock is released. Cancelling a finished query does nothing.
+ */
+export const cancelRunning = (sql: postgres.TransactionSql): void => {
+  const queries = sentQueries.get(sql)
+  if (queries === undefined) return
+  for (const query of queries) if (query.executed === true) void query.cancel()
+  queries.clear()
 }
 
 /** Whether a transaction's connection has closed (see `connectionLost`). */
@@ -85,14 +115,18 @@ const beginTransaction = (pool: postgres.Sql, signal: AbortSignal): Promise<Tran
           () => undefined
         )
       }
+      const sent = new Set<TrackedQuery>()
       const unsafe = (...args: Parameters<postgres.TransactionSql["unsafe"]>) => {
         if (settled) throw closedConnection()
-        return sql.unsafe(...args)
+        const query = sql.unsafe(...args)
+        sent.add(query as unknown as TrackedQuery)
+        return query
       }
       const guarded = new Proxy(sql, {
         get: (target, key, receiver) => (key === "unsafe" ? unsafe : Reflect.get(target, key, receiver))
       })
       closedChecks.set(guarded, () => settled)
+      sentQueries.set(guarded, sent)
       if (signal.aborted) void end()
       else signal.addEventListener("abort", () => void end(), { once: true })
       resolve({ sql: guarded, end })
@@ -172,7 +206,20 @@ export const openSession = (
           catch: (cause) => fromPostgres(cause, context, "starting the read-only transaction")
         })
       ),
-      (started) => Effect.promise(started.end)
+      // An interruption (a signal, a timeout) or a failure elsewhere may leave a statement running: cancel it first,
+      // or the end would wait behind it. Not on a lost connection: nothing may be sent there (see `beginTransaction`).
+      // Only when the scope did not succeed: a cancel request that arrived late could hit the connection's next
+      // statement (another export's), and after a success nothing is running.
+      (started, exit) =>
+        Effect.promise(async () => {
+          if (!Exit.isFailure(exit) || (await connectionLost(started.sql))) return started.end()
+          cancelRunning(started.sql)
+          // Should the cancel request not get through, the end waits behind the statement: bounded, after which
+          // closing the pool (the source's scope) closes the connection under it.
+          let timer: ReturnType<typeof setTimeout> | undefined
+          await Promise.race([started.end(), new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS)))])
+          clearTimeout(timer)
+        })
     )
     yield* attemptOn(transaction.sql, context, "configuring the session", () => transaction.sql.unsafe(settingsSql(settings)).simple())
     return transaction.sql

@@ -1,49 +1,211 @@
 /**
- * Connection URLs carry the password; nothing Rivet prints may. `maskUrl` gives the display form and
- * `makeScrubber` removes the password from any text (library error messages) as a second line of defence.
+ * Connection URLs, parsed once. postgres.js splits a URL with two different parsers (its own host split at the
+ * first `@` before a `/` or `?`, then WHATWG `URL` for the rest, which ends the URL at `#`), so a password holding
+ * `#`, `?`, `/` or a second `@` turned part of itself into the host name — printed in errors and sent to DNS.
+ * Here any such URL is refused with the fix (percent-encode), and a valid one becomes explicit connection options
+ * (`connectionOptions`), so the driver never parses the user, password, host, port or database itself and the
+ * masked URL shown in messages is built from exactly what is dialled.
  */
+
+import type postgres from "postgres"
 
 const SCHEMES = ["postgres://", "postgresql://"]
 
 /** True when the URL uses a scheme postgres.js understands. */
 export const hasPostgresScheme = (url: string): boolean => SCHEMES.some((scheme) => url.toLowerCase().startsWith(scheme))
 
-interface UrlParts {
+/** One server of a (possibly multi-host) URL. */
+export interface PostgresHost {
+  /** Host name or IP address (an IPv6 address without its brackets). */
+  readonly host: string
+  readonly port: number
+}
+
+/** What a `postgres://` URL says, decoded. */
+export interface PostgresAddress {
   readonly scheme: string
+  readonly hosts: ReadonlyArray<PostgresHost>
   readonly user?: string | undefined
   readonly password?: string | undefined
-  readonly rest: string
+  readonly database?: string | undefined
+  /** The query string without `?` (driver settings such as `sslmode`), exactly as written. */
+  readonly query: string
 }
 
-// Hand-split rather than `new URL`: postgres.js accepts multi-host URLs (`h1:5432,h2:5432`) that URL rejects, and
-// a password with unencoded `@`, `/` or `?` must still be hidden. The last `@` ends the userinfo: when an `@`
-// appears later in the URL this masks too much, never too little.
-const splitUrl = (url: string): UrlParts | undefined => {
-  const schemeEnd = url.indexOf("://")
-  if (schemeEnd < 0) return undefined
-  const scheme = url.slice(0, schemeEnd + 3)
-  const afterScheme = url.slice(schemeEnd + 3)
-  const at = afterScheme.lastIndexOf("@")
-  if (at < 0) return { scheme, rest: afterScheme }
-  const userinfo = afterScheme.slice(0, at)
-  const colon = userinfo.indexOf(":")
-  return colon < 0
-    ? { scheme, user: userinfo, rest: afterScheme.slice(at + 1) }
-    : { scheme, user: userinfo.slice(0, colon), password: userinfo.slice(colon + 1), rest: afterScheme.slice(at + 1) }
+/** Why a URL cannot be used; neither text quotes any part of the URL (it may be the password). */
+export interface UrlProblem {
+  readonly message: string
+  readonly hint: string
 }
 
-const maskQueryPassword = (rest: string): string => rest.replace(/([?&]password=)[^&#]*/gi, "$1***")
+export const DEFAULT_PORT = 5432
 
-/** `postgres://app:s3cret@db:5432/shop` → `postgres://app:***@db:5432/shop`. */
+const ENCODE_HINT =
+  "percent-encode these characters in the user name and password: # → %23, ? → %3F, / → %2F, @ → %40, % → %25, " +
+  "e.g. postgres://app:p%23ss%40word@db:5432/shop for the password p#ss@word (encodeURIComponent does it)"
+
+const problem = (message: string, hint: string = ENCODE_HINT): UrlProblem => ({ message, hint })
+
+/** `%` must start a `%XX` escape; decodeURIComponent would throw "URI malformed" on anything else. */
+const decodeComponent = (text: string): string | undefined => {
+  if (/%(?![0-9A-Fa-f]{2})/.test(text)) return undefined
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    // A %XX sequence that is not UTF-8.
+    return undefined
+  }
+}
+
+// Letters, digits, `-`, `.`, `_`, `~`: a DNS name or IPv4 address. Percent-encoded or other characters in a host
+// are refused rather than guessed at (postgres.js would pass them to DNS undecoded).
+const HOST_NAME = /^[A-Za-z0-9._~-]+$/
+const IPV6 = /^\[([0-9A-Fa-f:.]+)\]$/
+
+const parseHost = (text: string): PostgresHost | UrlProblem => {
+  const bracketEnd = text.startsWith("[") ? text.indexOf("]") + 1 : 0
+  const colon = text.indexOf(":", bracketEnd)
+  const hostText = colon < 0 ? text : text.slice(0, colon)
+  const portText = colon < 0 ? undefined : text.slice(colon + 1)
+  const ipv6 = IPV6.exec(hostText)
+  const host = ipv6 ? ipv6[1]! : hostText === "" ? "localhost" : hostText
+  if (!ipv6 && !HOST_NAME.test(host)) {
+    return problem(
+      "the host of the connection URL is not a host name or IP address",
+      "write postgres://user:password@host:5432/database, with the password percent-encoded: " + ENCODE_HINT
+    )
+  }
+  if (portText === undefined || portText === "") return { host, port: DEFAULT_PORT }
+  const port = /^\d{1,5}$/.test(portText) ? Number(portText) : NaN
+  if (!(port >= 1 && port <= 65535)) {
+    // Not quoted: with the `@` forgotten, `postgres://user:secret/db` has the password in the port's place.
+    return problem(
+      "the port of the connection URL is not a number from 1 to 65535",
+      "write postgres://user:password@host:5432/database (is the @ between the password and the host missing?)"
+    )
+  }
+  return { host, port }
+}
+
+/**
+ * Parses a `postgres://` or `postgresql://` URL the one way Rivet and the driver use it, or says why it cannot be
+ * used. `user:password@host1:port1,host2:port2/database?query`; the user name, password and database are
+ * percent-decoded. Refused: a `#` anywhere, more than one `@` in the user-and-password part, an `@` after the host
+ * (a `/` or `?` in the password), a `%` that starts no `%XX` escape, a database name with a `/`.
+ */
+export const parsePostgresUrl = (url: string): PostgresAddress | UrlProblem => {
+  if (!hasPostgresScheme(url)) {
+    return problem(
+      "the connection URL must start with postgres:// or postgresql://",
+      "use a URL such as postgres://user:password@host:5432/database"
+    )
+  }
+  const schemeEnd = url.indexOf("://") + 3
+  const scheme = url.slice(0, schemeEnd).toLowerCase()
+  if (url.includes("#")) {
+    return problem("the connection URL contains a '#', which ends a URL there (the rest would be dropped or misread)")
+  }
+  const rest = url.slice(schemeEnd)
+  const authorityEnd = rest.search(/[/?]/)
+  const authority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd)
+  const tail = authorityEnd < 0 ? "" : rest.slice(authorityEnd)
+  const at = authority.indexOf("@")
+  if (at >= 0 && authority.indexOf("@", at + 1) >= 0) {
+    return problem("the user name or password in the connection URL contains an '@' that is not percent-encoded")
+  }
+  if (tail.includes("@")) {
+    return problem(
+      "the connection URL has an '@' after its host part: the password (or user name) contains a '/' or '?' that is not percent-encoded, or the database name or a parameter an '@'"
+    )
+  }
+  let user: string | undefined
+  let password: string | undefined
+  if (at >= 0) {
+    const userinfo = authority.slice(0, at)
+    const colon = userinfo.indexOf(":")
+    user = decodeComponent(colon < 0 ? userinfo : userinfo.slice(0, colon))
+    password = colon < 0 ? "" : decodeComponent(userinfo.slice(colon + 1))
+    if (user === undefined || password === undefined) {
+      return problem("the user name or password in the connection URL has a '%' that does not start a %XX escape")
+    }
+    if (colon < 0) password = undefined
+  }
+  const hosts: Array<PostgresHost> = []
+  for (const text of authority.slice(at + 1).split(",")) {
+    const parsed = parseHost(text)
+    if ("message" in parsed) return parsed
+    hosts.push(parsed)
+  }
+  const queryStart = tail.indexOf("?")
+  const pathText = queryStart < 0 ? tail : tail.slice(0, queryStart)
+  const query = queryStart < 0 ? "" : tail.slice(queryStart + 1)
+  const databaseText = pathText.replace(/^\//, "")
+  const database = decodeComponent(databaseText)
+  if (database === undefined || databaseText.includes("/")) {
+    return problem(
+      "the database name in the connection URL is not valid (a '/' in it, or a '%' that starts no %XX escape)",
+      "write postgres://user:password@host:5432/database with a single database name; percent-encode / as %2F and % as %25"
+    )
+  }
+  return {
+    scheme,
+    hosts,
+    user: user === "" ? undefined : user,
+    password,
+    database: database === "" ? undefined : database,
+    query
+  }
+}
+
+/** True when `parsePostgresUrl` refused the URL. */
+export const isUrlProblem = (parsed: PostgresAddress | UrlProblem): parsed is UrlProblem => "message" in parsed
+
+/** Why `url` cannot be used, or undefined. */
+export const urlProblem = (url: string): UrlProblem | undefined => {
+  const parsed = parsePostgresUrl(url)
+  return isUrlProblem(parsed) ? parsed : undefined
+}
+
+const maskQuery = (query: string): string => query.replace(/((?:^|&)password=)[^&]*/gi, "$1***")
+
+const hostText = ({ host, port }: PostgresHost): string => `${host.includes(":") ? `[${host}]` : host}:${port}`
+
+/** The URL as dialled, its password masked: `postgres://app:***@db:5432/shop`. */
+export const displayAddress = (address: PostgresAddress): string => {
+  const user = address.user === undefined ? "" : encodeURIComponent(address.user)
+  const userinfo = address.user === undefined ? "" : address.password === undefined ? `${user}@` : `${user}:***@`
+  const database = address.database === undefined ? "" : `/${encodeURIComponent(address.database)}`
+  const query = address.query === "" ? "" : `${database === "" ? "/" : ""}?${maskQuery(address.query)}`
+  return `${address.scheme}${userinfo}${address.hosts.map(hostText).join(",")}${database}${query}`
+}
+
+/** `postgres://app:s3cret@db:5432/shop` → `postgres://app:***@db:5432/shop`; a URL that cannot be used says so. */
 export const maskUrl = (url: string): string => {
-  const parts = splitUrl(url)
-  if (parts === undefined) return "(invalid PostgreSQL URL)"
-  const rest = maskQueryPassword(parts.rest)
-  if (parts.user === undefined) return parts.scheme + rest
-  return parts.password === undefined
-    ? `${parts.scheme}${parts.user}@${rest}`
-    : `${parts.scheme}${parts.user}:***@${rest}`
+  const parsed = parsePostgresUrl(url)
+  return isUrlProblem(parsed) ? "(invalid PostgreSQL URL)" : displayAddress(parsed)
 }
+
+/** What postgres.js connects with: nothing of it is parsed from a URL by the driver. */
+export interface ConnectionTarget {
+  /** A URL carrying only the query string (driver settings such as `sslmode`, which postgres.js reads from it). */
+  readonly settingsUrl: string
+  /** Spread into the postgres.js options, where they take precedence over anything in `settingsUrl`. */
+  readonly options: Pick<postgres.Options<Record<string, never>>, "host" | "port" | "user" | "pass" | "database">
+}
+
+/** The connection options of an address. */
+export const connectionTarget = (address: PostgresAddress): ConnectionTarget => ({
+  settingsUrl: `postgres://localhost/${address.query === "" ? "" : `?${address.query}`}`,
+  options: {
+    // One entry per server: postgres.js takes arrays here (as it builds them from a multi-host URL), though its
+    // types declare a single string and number. Passing a joined string would make it split `::1` at its colons.
+    host: address.hosts.map((entry) => entry.host) as unknown as string,
+    port: address.hosts.map((entry) => entry.port) as unknown as number,
+    ...(address.user === undefined ? {} : { user: address.user }),
+    ...(address.password === undefined || address.password === "" ? {} : { pass: address.password }),
+    ...(address.database === undefined ? {} : { database: address.database })
+  }
+})
 
 const safeDecode = (text: string): string => {
   try {
@@ -53,14 +215,23 @@ const safeDecode = (text: string): string => {
   }
 }
 
-/** The secrets of a URL: its password (raw and percent-decoded) and any `password=` query parameter. */
+/**
+ * The secrets of a URL, whether it parses or not: the text between the first `:` after the scheme and the last
+ * `@` (raw and percent-decoded, which covers any way a driver could have split it), the parsed password, and any
+ * `password=` query parameter.
+ */
 const secretsOf = (url: string): ReadonlyArray<string> => {
-  const parts = splitUrl(url)
   const secrets = new Set<string>()
-  if (parts?.password) {
-    secrets.add(parts.password)
-    secrets.add(safeDecode(parts.password))
+  const afterScheme = url.includes("://") ? url.slice(url.indexOf("://") + 3) : url
+  const at = afterScheme.lastIndexOf("@")
+  const colon = afterScheme.indexOf(":")
+  if (at > 0 && colon >= 0 && colon < at) {
+    const raw = afterScheme.slice(colon + 1, at)
+    secrets.add(raw)
+    secrets.add(safeDecode(raw))
   }
+  const parsed = parsePostgresUrl(url)
+  if (!isUrlProblem(parsed) && parsed.password) secrets.add(parsed.password)
   for (const match of url.matchAll(/[?&]password=([^&#]*)/gi)) {
     if (match[1]) secrets.add(safeDecode(match[1]))
   }

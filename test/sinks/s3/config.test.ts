@@ -68,6 +68,18 @@ describe("S3Config", () => {
     expect(issues({ ...base, prefix })).toEqual([expect.stringMatching(/^prefix: .*'\.\.' segments/)])
   })
 
+  it.each([".", "./", "a/./b/", "a/.", "./a", "/./x"])("rejects the prefix %j, whose '.' segment S3 would store literally", (prefix) => {
+    expect(issues({ ...base, prefix })).toEqual([expect.stringMatching(/^prefix: .*must not contain '\.' segments.*e\.g\. exports\/daily\//)])
+  })
+
+  it.each(["a//b", "a//b/", "a//", "exports/daily//"])("rejects the prefix %j, whose empty segment S3 would store literally", (prefix) => {
+    expect(issues({ ...base, prefix })).toEqual([expect.stringMatching(/^prefix: .*must not contain empty segments \('\/\/'\).*single \//)])
+  })
+
+  it.each([".hidden/", "a/.b/", "v1.2/", "a.../"])("accepts dots inside a segment: %j", (prefix) => {
+    expect(ok({ prefix }).prefix).toBe(prefix)
+  })
+
   it.each(["exports/{date}/", "{export}", "raw/{table}/{run_id}"])("rejects the template %j, which Rivet does not expand", (prefix) => {
     expect(issues({ ...base, prefix })).toEqual([expect.stringMatching(/^prefix: prefix contains '\{\w+\}', which Rivet does not expand .*\$\{RUN_DATE\}/)])
   })

@@ -170,4 +170,46 @@ describe("S3 driver against an S3-protocol server", () => {
       expect(error.message).toContain("S3 GetObject s3://rivet-s3-driver/exports/daily/nope/missing.csv failed")
     })
   )
+
+  it.scoped("pendingUploads lists the uploads in progress under a key prefix (relative keys) and aborts them by id", () =>
+    Effect.gen(function* () {
+      const s3 = yield* driver()
+      const other = yield* testDriver(server, BUCKET, { extra: { prefix: "elsewhere", part_size: "5MiB" } })
+      const pending = s3.pendingUploads!
+      yield* s3.begin("pending/orders_1.csv", "text/csv")
+      yield* s3.begin("pending/orders_1.csv", "text/csv")
+      yield* s3.begin("pending/orders_2.csv", "text/csv")
+      const unrelated = yield* other.begin("pending/orders_1.csv", "text/csv")
+      const listed = yield* pending.list("pending/orders_1")
+      expect(listed.map((upload) => upload.key)).toEqual(["pending/orders_1.csv", "pending/orders_1.csv"])
+      expect(new Set(listed.map((upload) => upload.id)).size).toBe(2)
+      yield* Effect.forEach(listed, pending.abort)
+      // An upload already gone counts as aborted.
+      yield* pending.abort(listed[0]!)
+      expect(yield* inProgress("pending/orders_1.csv")).toEqual([])
+      expect((yield* pending.list("")).map((upload) => upload.key)).toEqual(["pending/orders_2.csv"])
+      expect(yield* other.pendingUploads!.list("pending/")).toHaveLength(1)
+      yield* Effect.forEach(yield* pending.list(""), pending.abort)
+      yield* unrelated.abort
+    })
+  )
+
+  it.scoped("pendingUploads reads every page of a paginated listing (two uploads per page)", () =>
+    Effect.gen(function* () {
+      const paging = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const own = await startS3Server({ uploadsPageSize: 2 })
+          await own.createBucket(BUCKET)
+          return own
+        }),
+        (own) => Effect.promise(() => own.stop())
+      )
+      const s3 = yield* testDriver(paging, BUCKET, { extra: { prefix: "exports/daily", part_size: "5MiB" } })
+      for (const key of ["a.csv", "b.csv", "b.csv", "b.csv", "c.csv"]) yield* s3.begin(`paged/${key}`, "text/csv")
+      const listed = yield* s3.pendingUploads!.list("paged/")
+      expect(listed.map((upload) => upload.key)).toEqual(["paged/a.csv", "paged/b.csv", "paged/b.csv", "paged/b.csv", "paged/c.csv"])
+      expect(new Set(listed.map((upload) => upload.id)).size).toBe(5)
+      expect(paging.requests().filter((request) => request.operation === "ListMultipartUploads")).toHaveLength(3)
+    })
+  )
 })

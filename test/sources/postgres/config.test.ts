@@ -5,7 +5,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { decodeBlock } from "../../../src/runtime/config/issues.js"
 import postgresSource from "../../../src/sources/postgres/index.js"
-import { makeScrubber, maskUrl } from "../../../src/sources/postgres/url.js"
+import { connectionTarget, isUrlProblem, makeScrubber, maskUrl, parsePostgresUrl } from "../../../src/sources/postgres/url.js"
 
 const decode = (input: unknown) =>
   Schema.decodeUnknownEither(postgresSource.config, { onExcessProperty: "error" })(input).pipe(
@@ -61,22 +61,90 @@ describe("postgres source config", () => {
   })
 })
 
-describe("url masking", () => {
-  it("masks the password, keeping user, host and database", () => {
+describe("connection URLs", () => {
+  const parsed = (url: string) => {
+    const result = parsePostgresUrl(url)
+    if (isUrlProblem(result)) throw new Error(`refused: ${result.message}`)
+    return result
+  }
+
+  it("parses user, password, hosts, ports and database once, percent-decoded", () => {
+    expect(parsed("postgres://app:p%23ss%40w%3Frd%2F%25x@db.example.com:6432/shop%20db?sslmode=require")).toEqual({
+      scheme: "postgres://",
+      hosts: [{ host: "db.example.com", port: 6432 }],
+      user: "app",
+      password: "p#ss@w?rd/%x",
+      database: "shop db",
+      query: "sslmode=require"
+    })
+    expect(parsed("postgresql://db/shop")).toMatchObject({ hosts: [{ host: "db", port: 5432 }], user: undefined, password: undefined })
+    expect(parsed("postgres://u:pa:ss@h1:5432,h2:5433,[::1]:5434/db").hosts).toEqual([
+      { host: "h1", port: 5432 },
+      { host: "h2", port: 5433 },
+      { host: "::1", port: 5434 }
+    ])
+    expect(parsed("postgres://u:pa:ss@h1/db").password).toBe("pa:ss")
+    expect(parsed("postgres:///db").hosts).toEqual([{ host: "localhost", port: 5432 }])
+  })
+
+  it("refuses #, ?, / and a second @ in the user name or password, and a bad %, without quoting the URL", () => {
+    const secret = "Zq9canary"
+    const cases = [
+      [`postgres://app:${secret}#x@db/shop`, /contains a '#'/],
+      [`postgres://app:${secret}@x@db/shop`, /contains an '@' that is not percent-encoded/],
+      [`postgres://app:${secret}?x@db/shop`, /an '@' after its host part/],
+      [`postgres://app:${secret}/x@db/shop`, /an '@' after its host part/],
+      [`postgres://app:${secret}%zz@db/shop`, /'%' that does not start a %XX escape/],
+      [`postgres://app:${secret}@db/shop/x`, /database name/],
+      [`postgres://app:${secret}/shop`, /port of the connection URL is not a number/],
+      [`postgres://app:${secret}@d%62/shop`, /host of the connection URL is not a host name/],
+      [`mysql://app:${secret}@db/shop`, /must start with postgres:\/\//]
+    ] as const
+    for (const [url, message] of cases) {
+      const result = parsePostgresUrl(url)
+      expect(isUrlProblem(result), url).toBe(true)
+      if (!isUrlProblem(result)) continue
+      expect(result.message, url).toMatch(message)
+      expect(`${result.message} ${result.hint}`).not.toContain(secret)
+      expect(maskUrl(url)).toBe("(invalid PostgreSQL URL)")
+    }
+    expect(parsePostgresUrl("postgres://app:x#y@db/shop")).toMatchObject({ hint: expect.stringContaining("# → %23") })
+  })
+
+  it("hands the driver explicit options and a URL with only the settings", () => {
+    expect(connectionTarget(parsed("postgres://app:p%23w@h1:5432,h2:5433/shop?sslmode=disable&application_name=x"))).toEqual({
+      settingsUrl: "postgres://localhost/?sslmode=disable&application_name=x",
+      options: { host: ["h1", "h2"], port: [5432, 5433], user: "app", pass: "p#w", database: "shop" }
+    })
+    expect(connectionTarget(parsed("postgres://db"))).toEqual({ settingsUrl: "postgres://localhost/", options: { host: ["db"], port: [5432] } })
+  })
+
+  it("masks the password, showing the hosts, ports and database dialled", () => {
     expect(maskUrl("postgres://app:s3cret@db:5432/shop")).toBe("postgres://app:***@db:5432/shop")
-    expect(maskUrl("postgresql://app@db/shop")).toBe("postgresql://app@db/shop")
-    expect(maskUrl("postgres://db/shop")).toBe("postgres://db/shop")
-    expect(maskUrl("postgres://u:p@ss/w?rd@h1:5432,h2:5433/db?sslmode=require")).toBe(
+    expect(maskUrl("postgresql://app@db/shop")).toBe("postgresql://app@db:5432/shop")
+    expect(maskUrl("postgres://db/shop")).toBe("postgres://db:5432/shop")
+    expect(maskUrl("postgres://u:p%40ss%2Fw%3Frd@h1:5432,h2:5433/db?sslmode=require")).toBe(
       "postgres://u:***@h1:5432,h2:5433/db?sslmode=require"
     )
-    expect(maskUrl("postgres://u@h/db?password=hunter2&x=1")).toBe("postgres://u@h/db?password=***&x=1")
+    expect(maskUrl("postgres://u@h/db?password=hunter2&x=1")).toBe("postgres://u@h:5432/db?password=***&x=1")
     expect(maskUrl("not a url")).not.toContain("not a url")
   })
 
   it("scrubs the raw and percent-decoded password from any text", () => {
     const scrub = makeScrubber("postgres://app:p%40ssw0rd@db/shop")
     expect(scrub("failed for postgres://app:p%40ssw0rd@db/shop with p@ssw0rd and p%40ssw0rd")).toBe(
-      "failed for postgres://app:***@db/shop with *** and ***"
+      "failed for postgres://app:***@db:5432/shop with *** and ***"
     )
+    // A URL that was refused still has its password scrubbed (as any driver could have split it).
+    expect(makeScrubber("postgres://app:ab#cd@ef@db/shop")("ab#cd@ef ab#cd")).not.toContain("ab#cd@ef")
+  })
+
+  it("is refused at config load under source.url, naming the fix and not the password", () => {
+    const messages = Either.match(decodeBlock(postgresSource.config, { url: "postgres://app:Zq9canary#1@db/shop" }, "source"), {
+      onLeft: (errors) => errors.map((error) => `${error.path}: ${error.message}`),
+      onRight: () => []
+    })
+    expect(messages).toEqual([expect.stringMatching(/^source\.url: the connection URL contains a '#'.*# → %23/)])
+    expect(messages.join("")).not.toContain("Zq9canary")
   })
 })

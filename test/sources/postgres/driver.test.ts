@@ -95,7 +95,7 @@ describe("postgres source: reading", () => {
     Effect.gen(function* () {
       const { schema, batches } = yield* readAll(query("select 1 as a, 'two' as a, 3::int8 as a"))
       expect(schema.columns.map((c) => c.name)).toEqual(["a", "a", "a"])
-      expect(batches[0]!.columns.map((column, c) => columnValues(column, schema.columns[c]!.type))).toEqual([[1], ["two"], [3n]])
+      expect(batches[0]!.columns.map((column, i) => columnValues(column, schema.columns[i]!.type))).toEqual([[1], ["two"], [3n]])
     }).pipe(Effect.provide(testSource()))
   )
 

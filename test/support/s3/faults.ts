@@ -10,6 +10,8 @@ export type FaultOperation =
   | "DeleteObject"
   | "GetObject"
   | "ListObjectsV2"
+  | "ListMultipartUploads"
+  | "ListParts"
   | "*"
 
 /** What an injected fault does to a request. */
@@ -18,6 +20,27 @@ export type FaultResponse =
   | { s3Error: "SlowDown" | "AccessDenied" | "SignatureDoesNotMatch" | "InternalError" | "NoSuchBucket" }
   | { reset: true }
   | { stallMs: number }
+  | LostResponse
+
+/**
+ * The request is carried out, then its response is lost: the connection is reset instead (`resetAfterWork`), or
+ * the response is held back `delayResponseMs` and dropped if the client hangs up meanwhile. Only for the operations
+ * the front end answers itself ({@link LOSABLE_OPERATIONS}): a proxied response streams out as it arrives.
+ */
+export type LostResponse = { resetAfterWork: true } | { delayResponseMs: number }
+
+/** The multipart operations, which the front end answers with one complete response. */
+export const LOSABLE_OPERATIONS: ReadonlyArray<FaultOperation> = [
+  "CreateMultipartUpload",
+  "UploadPart",
+  "CompleteMultipartUpload",
+  "AbortMultipartUpload",
+  "ListMultipartUploads",
+  "ListParts"
+]
+
+export const isLostResponse = (response: FaultResponse): response is LostResponse =>
+  "resetAfterWork" in response || "delayResponseMs" in response
 
 /** One fault to inject into matching requests (checked after signature verification, before any work). */
 export interface FaultRule {
@@ -48,7 +71,17 @@ export interface FaultTable extends FaultInjector {
 
 /** A short label for a response: `500`, `503`, the S3 error code, `reset` or `stall`. */
 export const faultKind = (response: FaultResponse): string =>
-  "status" in response ? String(response.status) : "s3Error" in response ? response.s3Error : "reset" in response ? "reset" : "stall"
+  "status" in response
+    ? String(response.status)
+    : "s3Error" in response
+      ? response.s3Error
+      : "reset" in response
+        ? "reset"
+        : "resetAfterWork" in response
+          ? "reset-after-work"
+          : "delayResponseMs" in response
+            ? "delayed-response"
+            : "stall"
 
 /** The requests that write object data. */
 export const WRITE_FAULT_OPERATIONS: ReadonlyArray<FaultOperation> = [
@@ -102,6 +135,11 @@ export const makeFaultTable = (random: () => number = Math.random): FaultTable =
     add: (rule) => {
       if (rule.rate !== undefined && !(rule.rate >= 0 && rule.rate <= 1)) throw new RangeError(`FaultRule.rate must be within 0..1, got ${rule.rate}`)
       if (isList(rule.respond) && rule.respond.length === 0) throw new RangeError("FaultRule.respond must not be an empty list")
+      const responses: ReadonlyArray<FaultResponse> = isList(rule.respond) ? rule.respond : [rule.respond]
+      const operations: ReadonlyArray<FaultOperation> = rule.operation === undefined ? ["*"] : typeof rule.operation === "string" ? [rule.operation] : rule.operation
+      if (responses.some(isLostResponse) && !operations.every((op) => LOSABLE_OPERATIONS.includes(op))) {
+        throw new RangeError(`a lost response (resetAfterWork, delayResponseMs) needs operation: one or more of ${LOSABLE_OPERATIONS.join(", ")}`)
+      }
       rules.push({ rule, remaining: rule.times ?? Number.POSITIVE_INFINITY })
     },
     clear: () => {

@@ -48,7 +48,8 @@ export class MultipartStore {
 
   constructor(
     private readonly dir: string,
-    private readonly upstream: Upstream
+    private readonly upstream: Upstream,
+    private readonly pageSize = 1000
   ) {}
 
   /** In-progress uploads of a bucket, sorted by key then initiation time. */
@@ -132,13 +133,32 @@ export class MultipartStore {
     await this.requireBucket(target.bucket)
     req.resume()
     const prefix = target.query.get("prefix") ?? ""
+    const keyMarker = target.query.get("key-marker") ?? ""
+    const uploadIdMarker = target.query.get("upload-id-marker") ?? ""
+    const maxUploads = Math.min(this.pageSize, Number(target.query.get("max-uploads") ?? 1000))
+    const all = this.list(target.bucket, prefix)
+    // As S3: after key-marker alone, the keys that sort after it; with upload-id-marker, that key's later uploads too.
+    const markerAt = all.findIndex((u) => u.key === keyMarker && u.uploadId === uploadIdMarker)
+    const start =
+      keyMarker === "" ? 0 : uploadIdMarker !== "" && markerAt >= 0 ? markerAt + 1 : all.findIndex((u) => u.key > keyMarker)
+    const page = start < 0 ? [] : all.slice(start, start + maxUploads)
+    const truncated = start >= 0 && start + maxUploads < all.length
     const owner = "<ID>s3-test-server</ID><DisplayName>s3-test-server</DisplayName>"
-    const uploads = this.list(target.bucket, prefix).map(
+    const uploads = page.map(
       (u) =>
         `<Upload>${xmlElements([["Key", u.key], ["UploadId", u.uploadId]])}<Initiator>${owner}</Initiator><Owner>${owner}</Owner>` +
         `${xmlElements([["StorageClass", "STANDARD"], ["Initiated", u.initiated.toISOString()]])}</Upload>`
     )
-    const head = xmlElements([["Bucket", target.bucket], ["KeyMarker", ""], ["UploadIdMarker", ""], ["Prefix", prefix], ["MaxUploads", 1000], ["IsTruncated", "false"]])
+    const last = page.at(-1)
+    const head = xmlElements([
+      ["Bucket", target.bucket],
+      ["KeyMarker", keyMarker],
+      ["UploadIdMarker", uploadIdMarker],
+      ...(truncated && last !== undefined ? ([["NextKeyMarker", last.key], ["NextUploadIdMarker", last.uploadId]] as const) : []),
+      ["Prefix", prefix],
+      ["MaxUploads", maxUploads],
+      ["IsTruncated", String(truncated)]
+    ])
     sendXml(res, 200, "ListMultipartUploadsResult", head + uploads.join(""))
   }
 

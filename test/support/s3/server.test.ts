@@ -221,6 +221,45 @@ describe("S3 test server", () => {
     expect(server.faults.injected()).toBeGreaterThanOrEqual(2)
   })
 
+  it("loses a response after the work is done: the upload exists, though the client saw a reset", async () => {
+    const key = "faults/lost-create.bin"
+    server.faults.add({ operation: "CreateMultipartUpload", keyPattern: /lost-create/, respond: { resetAfterWork: true }, times: 1 })
+    const failure = await errorOf(client({ maxAttempts: 1 }).send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: key })))
+    expect(failure.status).toBeUndefined()
+    expect(failure.name).not.toBe("no error")
+    const open = (await server.listMultipartUploads(BUCKET)).filter((upload) => upload.key === key)
+    expect(open).toHaveLength(1)
+    expect(server.requests().filter((r) => r.path === `/${BUCKET}/${key}`).map((r) => [r.fault, r.status])).toEqual([["reset-after-work", 0]])
+    await client().send(new AbortMultipartUploadCommand({ Bucket: BUCKET, Key: key, UploadId: open[0]!.uploadId }))
+  })
+
+  it("delays a response after the work is done, and drops it when the client hangs up first", async () => {
+    const key = "faults/delayed-create.bin"
+    server.faults.add({ operation: "CreateMultipartUpload", keyPattern: /delayed-create/, respond: { delayResponseMs: 60_000 } })
+    const abort = new AbortController()
+    const pending = errorOf(client({ maxAttempts: 1 }).send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: key }), { abortSignal: abort.signal }))
+    while (!(await server.listMultipartUploads(BUCKET)).some((upload) => upload.key === key)) await new Promise((resolve) => setTimeout(resolve, 10))
+    const started = Date.now()
+    abort.abort()
+    expect((await pending).name).toBe("AbortError")
+    expect(Date.now() - started).toBeLessThan(5_000)
+    const entry = server.requests().find((r) => r.path === `/${BUCKET}/${key}`)!
+    expect([entry.fault, entry.status]).toEqual(["delayed-response", 0])
+    // Held, not lost: a client that waits gets it.
+    server.faults.clear()
+    server.faults.add({ operation: "CreateMultipartUpload", keyPattern: /delayed-create/, respond: { delayResponseMs: 300 } })
+    const answered = await client({ maxAttempts: 1 }).send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: key }))
+    const open = (await server.listMultipartUploads(BUCKET)).filter((upload) => upload.key === key)
+    expect(open.map((upload) => upload.uploadId)).toContain(answered.UploadId)
+    expect(open).toHaveLength(2)
+    for (const upload of open) await client().send(new AbortMultipartUploadCommand({ Bucket: BUCKET, Key: key, UploadId: upload.uploadId }))
+  })
+
+  it("refuses a lost-response fault on an operation whose response is streamed from s3rver", () => {
+    expect(() => server.faults.add({ operation: "PutObject", respond: { resetAfterWork: true } })).toThrow(/needs operation/)
+    expect(() => server.faults.add({ respond: { delayResponseMs: 10 } })).toThrow(/needs operation/)
+  })
+
   it("stop() releases a request stalled far longer than the test, so a failing test never hangs", async () => {
     const own = await startS3Server()
     await own.createBucket(BUCKET)

@@ -8,7 +8,16 @@ import { join } from "node:path"
 import { pipeline } from "node:stream/promises"
 import S3rver from "s3rver"
 import { stageBody } from "./body.js"
-import { faultKind, makeFaultTable, seededRandom, type FaultInjector, type FaultRule, type FaultTable } from "./faults.js"
+import {
+  faultKind,
+  isLostResponse,
+  makeFaultTable,
+  seededRandom,
+  type FaultInjector,
+  type FaultRule,
+  type FaultTable,
+  type LostResponse
+} from "./faults.js"
 import { encodeKey, MultipartStore, type Exchange } from "./multipart.js"
 import { classify, type Target } from "./operation.js"
 import { verifySigV4 } from "./sigv4.js"
@@ -57,6 +66,8 @@ export async function startS3Server(options?: {
   secretAccessKey?: string
   extraCredentials?: Array<{ accessKeyId: string; secretAccessKey: string }>
   faultSeed?: number
+  /** The most uploads one ListMultipartUploads page holds (S3: 1000), so that tests can make listings paginate. */
+  uploadsPageSize?: number
 }): Promise<S3TestServer> {
   const region = "us-east-1"
   const credentials = { accessKeyId: options?.accessKeyId ?? "AKIARIVETTESTKEY0001", secretAccessKey: options?.secretAccessKey ?? randomBytes(20).toString("base64") }
@@ -74,7 +85,7 @@ export async function startS3Server(options?: {
       }
     )
   const upstream = makeUpstream(upstreamPort)
-  const store = new MultipartStore(staging, upstream)
+  const store = new MultipartStore(staging, upstream, options?.uploadsPageSize)
   const faults = makeFaultTable(options?.faultSeed === undefined ? Math.random : seededRandom(options.faultSeed))
   const log: Array<LoggedRequest> = []
   const stalls = new Set<() => void>()
@@ -141,7 +152,10 @@ const handle = async (ctx: Context, secretFor: (id: string) => string | undefine
   const { req, res, target } = ctx
   verifySigV4({ method: req.method ?? "GET", url: req.url ?? "/", headers: req.headersDistinct }, { region, secretFor, now: new Date() })
   const fault = ctx.faults.match(target.operation, target.key)
-  if (fault !== undefined) {
+  if (fault !== undefined && isLostResponse(fault)) {
+    ctx.entry.fault = faultKind(fault)
+    loseResponse(ctx, fault)
+  } else if (fault !== undefined) {
     ctx.entry.fault = faultKind(fault)
     if ("reset" in fault) return void req.socket.destroy()
     if ("s3Error" in fault) throw s3Error(fault.s3Error, `Injected fault: ${fault.s3Error}`)
@@ -193,6 +207,27 @@ const proxy = async ({ req, res, target, upstream, store, staging }: Context): P
   } finally {
     if (staged !== undefined) await rm(staged.path, { force: true })
   }
+}
+
+/**
+ * Lets the request do its work, then loses the response it ends with: the socket is reset instead, or the response
+ * waits (woken early by `stop()`) and is dropped if the client has hung up by then. Multipart responses are written
+ * whole by one `end` (Node sends `writeHead`'s headers with the body), so holding `end` holds everything.
+ */
+const loseResponse = (ctx: Context, fault: LostResponse): void => {
+  const { req, res } = ctx
+  const end = res.end.bind(res) as (...args: Array<unknown>) => ServerResponse
+  const held = (...args: Array<unknown>): ServerResponse => {
+    if ("resetAfterWork" in fault) {
+      req.socket.destroy()
+    } else {
+      void stall(ctx, fault.delayResponseMs).then(() => {
+        if (!req.socket.destroyed) end(...args)
+      })
+    }
+    return res
+  }
+  res.end = held as unknown as ServerResponse["end"]
 }
 
 const stall = (ctx: Context, ms: number): Promise<void> =>
