@@ -221,3 +221,22 @@ describe("binary COPY values = the server's text rendering through the text deco
     })
   }
 })
+
+describe("a value that does not fit, mid-stream", () => {
+  it("fails naming the column, cancels the rest of the COPY, and leaves the source usable", async () => {
+    const program = Effect.gen(function* () {
+      const failed = yield* Effect.exit(
+        readAll(query("select i, case when i = 50000 then 'infinity'::timestamptz else now() end as at from generate_series(1, 400000) as i", { batchSize: 1000 }))
+      )
+      const after = yield* readAll(query("select 1 as one"))
+      return { failed, after }
+    }).pipe(Effect.provide(testSource()))
+    const started = Date.now()
+    const { failed, after } = await Effect.runPromise(program)
+    expect(failureOf(failed)?.message).toContain('column "at" (timestamptz → timestamptz): value infinity has no representation outside PostgreSQL')
+    expect(after.batches[0]?.rowCount).toBe(1)
+    expect(Date.now() - started).toBeLessThan(20_000)
+    const running = await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'COPY (select i, case when i = 50000%' AND state = 'active'`
+    expect(running[0]?.n).toBe(0)
+  }, 30_000)
+})
