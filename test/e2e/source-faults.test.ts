@@ -81,7 +81,10 @@ describe("a backend terminated mid-stream (CLI)", () => {
   it("chunked, parallel 2 (worker lanes): both running chunks are retried, every row lands exactly once", async () => {
     const { file, out } = configFor(
       "h1_chunked",
-      "name: h1_chunked, table: h1_src, mode: chunked, chunk_size: 20000, parallel: 2, format: csv, max_file_size: 1MiB"
+      // Read with COPY, a 20000-row chunk is sent in a few milliseconds; 1 ms every 50 rows keeps two chunks
+      // streaming at once long enough for both to be terminated mid-stream.
+      "name: h1_chunked, query: \"SELECT h.* FROM h1_src h, LATERAL (SELECT pg_sleep(CASE WHEN h.id % 50 = 0 THEN 0.001 ELSE 0 END)) AS slow\", " +
+        "chunk_column: id, mode: chunked, chunk_size: 20000, parallel: 2, format: csv, max_file_size: 1MiB"
     )
     // Two chunks statements running at once are in two threads: the main thread runs one chunk at a time.
     const killer = startKiller(testPgUrl(), {
