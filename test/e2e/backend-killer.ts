@@ -1,7 +1,10 @@
 import postgres from "postgres"
 
-/** Statements a chunk or page runs: the export's query wrapped with the unit's filter, order or limit (within a COPY for CSV). */
-export const UNIT_STATEMENT = "%SELECT * FROM (%"
+/**
+ * Statements a chunk or page reads its rows with: a COPY of the export's query wrapped with the unit's filter, order
+ * or limit — binary, or CSV rendered by the server (the same SELECT without COPY is only described, before).
+ */
+export const UNIT_STATEMENT = "COPY (SELECT % FROM (%"
 
 export interface KillerOptions {
   /** The `application_name` the export's source connects with (set a unique one per test). */
@@ -11,10 +14,10 @@ export interface KillerOptions {
   /** Terminate only once this holds for the round about to fire (0, 1, …); checked before every look. */
   readonly when?: (round: number) => boolean
   /**
-   * Where the statement is. A cursor's backend stays `active` from its first fetch until the client's Sync after the
-   * last one: `streaming` (default) is any moment of that, `between fetches` only while it waits for the client's
-   * next fetch (`ClientRead`), `after the last fetch` once the result is complete and the transaction is still open
-   * (`idle in transaction`, while the unit writes its last part).
+   * Where the statement is. A COPY's backend stays `active` until its last row is sent: `streaming` (default) is any
+   * moment of that, `between fetches` only while it waits for the client (`ClientWrite`: the client stopped reading
+   * while the pipeline works on a batch — `ClientRead` for a cursor's next fetch), `after the last fetch` once the
+   * result is complete and the transaction is still open (`idle in transaction`, while the unit writes its last part).
    */
   readonly phase?: "streaming" | "between fetches" | "after the last fetch"
   /** Wait until at least this many such statements run at once, then terminate them all (default 1). */
@@ -53,7 +56,7 @@ export const startKiller = (url: string, options: KillerOptions): Killer => {
           WITH running AS (
             SELECT pid FROM pg_stat_activity
             WHERE application_name = ${options.app} AND state = ${state} AND query LIKE ${options.statement}
-              AND (NOT ${waitingForClient} OR wait_event = 'ClientRead') AND pid <> pg_backend_pid()
+              AND (NOT ${waitingForClient} OR wait_event IN ('ClientRead', 'ClientWrite')) AND pid <> pg_backend_pid()
               AND clock_timestamp() - xact_start > interval '30 milliseconds'
           )
           SELECT pid, pg_terminate_backend(pid) AS terminated FROM running

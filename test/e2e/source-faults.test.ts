@@ -81,7 +81,10 @@ describe("a backend terminated mid-stream (CLI)", () => {
   it("chunked, parallel 2 (worker lanes): both running chunks are retried, every row lands exactly once", async () => {
     const { file, out } = configFor(
       "h1_chunked",
-      "name: h1_chunked, table: h1_src, mode: chunked, chunk_size: 20000, parallel: 2, format: csv, max_file_size: 1MiB"
+      // Read with COPY, a 20000-row chunk is sent in a few milliseconds; 1 ms every 50 rows keeps two chunks
+      // streaming at once long enough for both to be terminated mid-stream.
+      "name: h1_chunked, query: \"SELECT h.* FROM h1_src h, LATERAL (SELECT pg_sleep(CASE WHEN h.id % 50 = 0 THEN 0.001 ELSE 0 END)) AS slow\", " +
+        "chunk_column: id, mode: chunked, chunk_size: 20000, parallel: 2, format: csv, max_file_size: 1MiB"
     )
     // Two chunks statements running at once are in two threads: the main thread runs one chunk at a time.
     // CSV chunks stream from COPY (a COPY has no pause between fetches): terminate them while they stream.
@@ -198,7 +201,7 @@ describe("a backend terminated mid-stream (CLI)", () => {
   }, 60_000)
 
   it("statement_timeout is permanent: exit 1 after exactly one attempt, with the hint", async () => {
-    // The sleep runs only in the chunk's statement (the one with rivet's BETWEEN filter), not while planning reads
+    // The sleep runs only in the chunk's statement (the one with rivet's BETWEEN filter, its bounds inlined as E'…'), not while planning reads
     // the key range; the pattern is split so that the query's own text does not match it.
     const query =
       "SELECT h.id, h.label FROM h1_src h, (SELECT pg_sleep(CASE WHEN current_query() LIKE '%BETW' || 'EEN %' THEN 3 ELSE 0 END)) AS s WHERE h.id <= 100"
@@ -255,6 +258,9 @@ describe("a backend terminated mid-stream (in process)", () => {
   it("a retried chunk counts once in the quality gates and the progress (no false duplicates)", async () => {
     const { config, dir, out } = inProcessConfig("h1_gates", {
       name: "h1_gates",
+      // Read with COPY, a 5000-row chunk is sent in a few milliseconds; 1 ms every 10 rows keeps each chunk streaming
+      // for a while, so that the terminations hit chunks mid-stream.
+      query: `SELECT h.* FROM h1_src h, LATERAL (SELECT pg_sleep(CASE WHEN h.id % 10 = 0 THEN 0.001 ELSE 0 END)) AS slow WHERE h.id <= ${SUBSET}`,
       mode: "chunked",
       chunk_column: "id",
       chunk_size: 5000,
@@ -266,7 +272,7 @@ describe("a backend terminated mid-stream (in process)", () => {
     const killer = startKiller(testPgUrl(), {
       app: "h1_gates",
       statement: UNIT_STATEMENT,
-      phase: "between fetches",
+      phase: "streaming",
       when: partsCommitted(out, 2)
     })
     const { run, progress } = await runInProcess(config, dir)

@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type postgres from "postgres"
 import type { SourceError } from "../../runtime/errors.js"
-import { connectionClosed, type ErrorContext, fromPostgres, sourceError } from "./errors.js"
+import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
 import { connectionLost } from "./session.js"
 
 /**
@@ -196,9 +196,9 @@ export const copyFailure = (cause: unknown, context: ErrorContext, doing: string
 
 /**
  * `startCopyOut` in the caller's scope: closing the scope before the COPY is over — even while it waits for the
- * server's first answer — cancels it and waits until the connection is free (see `CopyOut.cancel`). Failures are
- * mapped to `SourceError`s (retryable when the connection closed). `onChunk` runs inside the socket's data handler:
- * it must not block; what it throws ends the COPY (and `done` rejects with it).
+ * server's first answer — cancels it and waits until the connection is free (see `CopyOut.cancel`). Failures of the
+ * COPY, from its first answer on, reject `done` (map them with `copyFailure`). `onChunk` runs inside the socket's
+ * data handler: it must not block; what it throws ends the COPY (and `done` rejects with it).
  */
 export const copyOut = (
   sql: postgres.TransactionSql,
@@ -207,42 +207,7 @@ export const copyOut = (
   context: ErrorContext,
   doing = "reading rows"
 ): Effect.Effect<CopyOut, SourceError, Scope.Scope> =>
-  Effect.gen(function* () {
-    const copy = yield* Effect.acquireRelease(
-      Effect.try({ try: () => startCopyOut(sql, text, onChunk), catch: (cause) => fromPostgres(cause, context, doing) }),
-      (copy) => Effect.promise(copy.cancel)
-    )
-    yield* Effect.tryPromise({ try: () => untilStartedOrLost(sql, copy.started), catch: (cause) => cause }).pipe(
-      Effect.catchAll((cause) =>
-        Effect.flatMap(Effect.promise(() => connectionLost(sql)), (lost) =>
-          Effect.fail(lost ? connectionClosed(context, doing) : copyFailure(cause, context, doing))
-        )
-      )
-    )
-    return copy
-  })
-
-/**
- * Waits for a COPY's CopyOutResponse, failing (CONNECTION_CLOSED) once the transaction's connection is gone:
- * postgres.js may leave a query unsettled when its connection closes at the wrong moment (see session.ts).
- */
-const untilStartedOrLost = (sql: postgres.TransactionSql, started: Promise<void>): Promise<void> =>
-  new Promise<void>((resolve, reject) => {
-    const watch = setInterval(() => {
-      void connectionLost(sql).then((lost) => {
-        if (!lost) return
-        clearInterval(watch)
-        reject(Object.assign(new Error("the transaction's connection closed (CONNECTION_CLOSED)"), { code: "CONNECTION_CLOSED" }))
-      })
-    }, LOST_POLL_MS)
-    started.then(
-      () => {
-        clearInterval(watch)
-        resolve()
-      },
-      (cause: unknown) => {
-        clearInterval(watch)
-        reject(cause)
-      }
-    )
-  })
+  Effect.acquireRelease(
+    Effect.try({ try: () => startCopyOut(sql, text, onChunk), catch: (cause) => fromPostgres(cause, context, doing) }),
+    (copy) => Effect.promise(copy.cancel)
+  )

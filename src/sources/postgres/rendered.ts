@@ -9,7 +9,7 @@ import type { RenderDialect, RenderedChunk, RenderedOrBatches, SourceQuery } fro
 import { copyFailure, type CopyOut, copyOut } from "./copy-stream.js"
 import { csvCopyStatement } from "./csv-sql.js"
 import { connectionClosed, type ErrorContext } from "./errors.js"
-import { openCursor, planStatement } from "./result.js"
+import { openCopy, planStatement } from "./result.js"
 import { attemptOn, connectionLost, openSession, type SessionSettings } from "./session.js"
 import { renderForDisplay, renderStatement, stripTerminator } from "./statement.js"
 
@@ -137,7 +137,7 @@ export const openRendered = (
     const { plans, schema } = yield* planStatement(connection, query, statement, context)
     const text = dialect === "csv" ? csvStatement(query, schema) : undefined
     if (text === undefined) {
-      const batches = yield* openCursor(connection, statement, query.batchSize, plans, schema, context)
+      const batches = yield* openCopy(connection, query, plans, schema, context)
       return { _tag: "Batches", result: { schema, batches } }
     }
     return { _tag: "Rendered", schema, chunks: yield* copyChunks(connection, text, query.batchSize, context) }

@@ -3,15 +3,17 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type postgres from "postgres"
-import { type Batch, type BatchSchema, makeBatch } from "../../runtime/batch.js"
-import { describeCause, type SourceError } from "../../runtime/errors.js"
+import { type Batch, batchFromColumns, type BatchSchema } from "../../runtime/batch.js"
+import type { SourceError } from "../../runtime/errors.js"
 import type { SourceQuery, SourceResult } from "../../runtime/plugin.js"
 import { attributeKey, type CatalogInfo, type DescribedColumn, loadCatalog } from "./catalog.js"
+import { BinaryCopyDecoder, TruncatedCopy } from "./binary-copy.js"
+import { columnFailure, fieldReader } from "./binary-fields.js"
+import { copyFailure, type CopyOut, copyOut } from "./copy-stream.js"
 import { DecodeFailure } from "./decode.js"
-import { connectionClosed, type ErrorContext, fromPostgres, sourceError } from "./errors.js"
-import { decodeColumns, type TextRows } from "./rows.js"
+import { connectionClosed, type ErrorContext, sourceError } from "./errors.js"
 import { attemptOn, connectionLost, openSession, type SessionSettings } from "./session.js"
-import { renderStatement, type Statement } from "./statement.js"
+import { copyStatement, renderInline, renderStatement, type Statement } from "./statement.js"
 import { type ColumnPlan, planColumn, type Problem, resolveShape } from "./types.js"
 
 const problemsError = (context: ErrorContext, problems: ReadonlyArray<{ column: string; problem: Problem }>) =>
@@ -81,8 +83,10 @@ export const planStatement = (
 
 /**
  * Opens one export's result in the caller's scope: a read-only repeatable-read transaction on its own connection,
- * the described and catalog-mapped schema, then a server-side cursor read `batchSize` rows per pull. Closing the
- * scope cancels an in-flight fetch, closes the cursor, ends the transaction and returns the connection.
+ * the described and catalog-mapped schema, then one `COPY (…) TO STDOUT (FORMAT binary)` whose tuples are decoded
+ * straight into column buffers, cut into batches of `batchSize` rows or `BATCH_BYTES`. Reading stops (backpressure)
+ * while a decoded batch waits for the pipeline. Closing the scope cancels a COPY still running, ends the transaction
+ * and returns the connection.
  */
 export const openResult = (
   pool: postgres.Sql,
@@ -94,94 +98,117 @@ export const openResult = (
     const statement = renderStatement(query)
     const connection = yield* openSession(pool, settings, context)
     const { plans, schema } = yield* planStatement(connection, query, statement, context)
-    const batches = yield* openCursor(connection, statement, query.batchSize, plans, schema, context)
+    const batches = yield* openCopy(connection, query, plans, schema, context)
     return { schema, batches }
   })
 
-const decodeBatch = (
-  context: ErrorContext,
-  plans: ReadonlyArray<ColumnPlan>,
-  schema: BatchSchema,
-  rows: TextRows
-): Effect.Effect<Batch, SourceError> =>
-  Effect.try({
-    try: () => makeBatch(schema, decodeColumns(plans, rows)),
-    catch: (cause) =>
-      cause instanceof DecodeFailure
-        ? sourceError(context, cause.message, { hint: cause.hint })
-        : sourceError(context, `decoding rows failed: ${describeCause(cause)}`)
+const READING = "reading rows"
+
+/** How often a running COPY checks whether its connection is still there. */
+const LOST_POLL_MS = 250
+
+/** A failure while the COPY ran (the driver's error, a value that does not fit, a stream cut short). */
+const readFailure = (connection: postgres.TransactionSql, context: ErrorContext, cause: unknown): Effect.Effect<SourceError> => {
+  if (cause instanceof DecodeFailure) return Effect.succeed(sourceError(context, cause.message, { hint: cause.hint }))
+  return Effect.map(Effect.promise(() => connectionLost(connection)), (lost) => {
+    if (lost) return connectionClosed(context, READING)
+    if (cause instanceof TruncatedCopy) {
+      return sourceError(context, "the result ended before its last row was read (the connection failed)")
+    }
+    return copyFailure(cause, context, READING)
   })
+}
 
-const CUT_SHORT = Symbol("CutShort")
-
-export const openCursor = (
+export const openCopy = (
   connection: postgres.TransactionSql,
-  statement: Statement,
-  batchSize: number,
+  query: SourceQuery,
   plans: ReadonlyArray<ColumnPlan>,
   schema: BatchSchema,
   context: ErrorContext
 ): Effect.Effect<Stream.Stream<Batch, SourceError>, SourceError, Scope.Scope> =>
   Effect.gen(function* () {
-    // `.values()`: rows as arrays, so duplicate column names survive. `.cursor(n)`: n rows per Execute.
-    const pending = yield* Effect.try({
-      try: () => connection.unsafe(statement.text, [...statement.params]).values(),
-      catch: (cause) => fromPostgres(cause, context, "reading rows")
+    const readers = plans.map(fieldReader)
+    const text = copyStatement(renderInline(query), readers.map((reader) => reader.rendered))
+    const ready: Array<Batch> = []
+    // Chunks (and so batches) may arrive before `copyOut` returns.
+    const started: { copy?: CopyOut } = {}
+    let wake: (() => void) | undefined
+    const notify = () => {
+      const waiting = wake
+      wake = undefined
+      waiting?.()
+    }
+    const decoder = new BinaryCopyDecoder({
+      sinks: (capacity) => readers.map((reader) => reader.make(capacity)),
+      batchRows: Math.max(1, query.batchSize),
+      onBatch: (columns) => {
+        ready.push(batchFromColumns(schema, columns))
+        // Backpressure: nothing more is read while a decoded batch waits for the pipeline.
+        started.copy?.pause()
+        notify()
+      },
+      failure: (column, cause) => columnFailure(plans[column]!, cause)
     })
-    const iterator = pending.cursor(Math.max(1, batchSize))[Symbol.asyncIterator]()
-    let inFlight: Promise<unknown> | undefined
-    let finished = false
+    const running = yield* copyOut(connection, text, (chunk) => decoder.push(chunk), context, READING)
+    started.copy = running
+    if (ready.length > 0) running.pause()
+    let outcome: { readonly ok: true } | { readonly ok: false; readonly cause: unknown } | undefined
+    running.done.then(
+      () => {
+        outcome = { ok: true }
+        notify()
+      },
+      (cause: unknown) => {
+        outcome = { ok: false, cause }
+        notify()
+      }
+    )
+    // postgres.js may leave a query unsettled when its connection closes at the wrong moment (session.ts): a COPY
+    // waiting for its first answer must still end once the connection is gone.
+    const watch = setInterval(() => {
+      if (outcome !== undefined) return clearInterval(watch)
+      void connectionLost(connection).then((lost) => {
+        if (!lost || outcome !== undefined) return
+        outcome = { ok: false, cause: new TruncatedCopy() }
+        notify()
+      })
+    }, LOST_POLL_MS)
+    let ended = false
     let closed = false
-
     yield* Effect.addFinalizer(() =>
-      Effect.promise(async () => {
+      Effect.sync(() => {
+        clearInterval(watch)
         closed = true
-        // Closing the cursor of a lost connection would write to a socket postgres.js already dropped (session.ts).
-        if (await connectionLost(connection)) return
-        if (inFlight !== undefined) {
-          // The consumer was interrupted mid-fetch: cancel the running statement and wait for it to settle.
-          pending.cancel()
-          await inFlight.catch(() => undefined)
-        }
-        await iterator.return?.()
       })
     )
 
-    // postgres.js answers a plain `{ done: true }`, not a promise, when the query ended while no fetch was waiting
-    // for it: its connection closed (or failed) between two fetches, and rows may be missing. A complete result
-    // always ends through a waiting fetch (the end is only known after the Sync that follows the last rows).
-    const fetch = (): Promise<IteratorResult<ReadonlyArray<unknown>> | typeof CUT_SHORT> => {
-      const next: unknown = iterator.next()
-      if (!(next instanceof Promise)) return Promise.resolve(CUT_SHORT)
-      inFlight = next
-      return (next as Promise<IteratorResult<ReadonlyArray<unknown>>>).finally(() => {
-        inFlight = undefined
+    const waitForProgress: Effect.Effect<void> = Effect.async<void>((resume) => {
+      wake = () => resume(Effect.void)
+      return Effect.sync(() => {
+        wake = undefined
       })
-    }
+    })
 
     const pull: Effect.Effect<Batch, Option.Option<SourceError>> = Effect.suspend(() => {
       if (closed) return Effect.fail(Option.some(sourceError(context, "the result was read after it was closed")))
-      if (finished) return Effect.fail(Option.none())
-      return Effect.tryPromise({ try: fetch, catch: (cause) => fromPostgres(cause, context, "reading rows") }).pipe(
+      const batch = ready.shift()
+      if (batch !== undefined) {
+        if (ready.length === 0 && outcome === undefined) running.resume()
+        return Effect.succeed(batch)
+      }
+      if (ended) return Effect.fail(Option.none())
+      if (outcome === undefined) {
+        running.resume()
+        return Effect.zipRight(waitForProgress, pull)
+      }
+      if (!outcome.ok) return Effect.flatMap(readFailure(connection, context, outcome.cause), (error) => Effect.fail(Option.some(error)))
+      ended = true
+      return Effect.try({ try: () => decoder.end(), catch: (cause) => cause }).pipe(
+        Effect.catchAll((cause) => Effect.flatMap(readFailure(connection, context, cause), Effect.fail)),
         Effect.mapError(Option.some),
-        Effect.flatMap((step) => {
-          if (step === CUT_SHORT) {
-            return Effect.flatMap(Effect.promise(() => connectionLost(connection)), (lost) =>
-              Effect.fail(
-                Option.some(
-                  lost
-                    ? connectionClosed(context, "reading rows")
-                    : sourceError(context, "the result ended before its last row was read (the connection failed)")
-                )
-              )
-            )
-          }
-          if (step.done === true) {
-            finished = true
-            return Effect.fail(Option.none())
-          }
-          return Effect.mapError(decodeBatch(context, plans, schema, step.value as TextRows), Option.some)
-        })
+        Effect.flatMap((columns) =>
+          (columns[0]?.length ?? 0) > 0 ? Effect.succeed(batchFromColumns(schema, columns)) : Effect.fail(Option.none())
+        )
       )
     })
 

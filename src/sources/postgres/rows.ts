@@ -2,7 +2,11 @@ import { formatLogicalType, type Value } from "../../runtime/batch.js"
 import { DecodeFailure } from "./decode.js"
 import type { ColumnPlan } from "./types.js"
 
-/** One fetch from the cursor: rows of PostgreSQL text values (`null` for SQL NULL), in result-column order. */
+/**
+ * Rows of PostgreSQL text values (`null` for SQL NULL), in result-column order. The source reads binary COPY now
+ * (binary-fields.ts); this text path stays as the reference its values are tested against
+ * (test/sources/postgres/binary-vs-text.test.ts): the server's text rendering through the text decoders.
+ */
 export type TextRows = ReadonlyArray<ReadonlyArray<string | null>>
 
 /**

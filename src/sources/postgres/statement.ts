@@ -12,6 +12,12 @@ export const quoteIdent = (name: string): string => `"${name.replace(/"/g, '""')
 /** `'value'` with embedded quotes doubled (standard_conforming_strings: backslashes are plain characters). */
 export const quoteLiteral = (value: string): string => `'${value.replace(/'/g, "''")}'`
 
+/**
+ * `E'value'`: a string literal read the same whatever `standard_conforming_strings` says — backslashes and quotes
+ * are both doubled inside an escape string. For statements that cannot take parameters (COPY).
+ */
+export const quoteEscapedLiteral = (value: string): string => `E'${value.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`
+
 const isPlain = (query: SourceQuery): boolean =>
   (query.where ?? []).length === 0 && (query.orderBy ?? []).length === 0 && query.limit === undefined
 
@@ -107,6 +113,29 @@ export const renderStatement = (query: SourceQuery): Statement => {
   return { text, params }
 }
 
+/**
+ * The statement with every filter value inlined as an escape-string literal, for COPY (which takes no parameters).
+ * The literals stay untyped, as the parameters of `renderStatement` are: PostgreSQL resolves each with the compared
+ * column's type and reads it with that type's input function, exactly as it read the parameter.
+ */
+export const renderInline = (query: SourceQuery): string => render(query, quoteEscapedLiteral)
+
+/**
+ * `COPY (<select>) TO STDOUT (FORMAT binary)`. Columns flagged in `rendered` are turned into PostgreSQL's text for
+ * them (their type's output function, as the text protocol gave it: `format('%s', …)`, NULL kept): the SELECT is
+ * wrapped and its columns renamed by position, so duplicate column names survive.
+ */
+export const copyStatement = (select: string, rendered: ReadonlyArray<boolean>): string => {
+  const inner = stripTerminator(select)
+  if (!rendered.some((text) => text)) return `COPY (${inner}\n) TO STDOUT (FORMAT binary)`
+  const names = rendered.map((_, i) => `_rivet_copy."c${i + 1}"`)
+  const columns = rendered.map((text, i) =>
+    text ? `CASE WHEN num_nulls(${names[i]}) = 0 THEN format('%s', ${names[i]}) END` : names[i]
+  )
+  const aliases = rendered.map((_, i) => `"c${i + 1}"`).join(", ")
+  return `COPY (SELECT ${columns.join(", ")} FROM (${inner}\n) AS _rivet_copy(${aliases})) TO STDOUT (FORMAT binary)`
+}
+
 /** The same statement with the parameters inlined as quoted literals — for plans and reports, never executed. */
 export const renderForDisplay = (query: SourceQuery): string => render(query, quoteLiteral)
 
@@ -133,6 +162,10 @@ export const queryProblem = (query: SourceQuery): string | undefined => {
     return `the row limit must be a non-negative integer, got ${query.limit}`
   }
   for (const filter of query.where ?? []) {
+    const values = filter._tag === "Between" ? [filter.low, filter.high] : filter._tag === "After" ? filter.values : filter._tag === "IsNull" ? [] : [filter.value]
+    if (values.some((value) => value.includes("\u0000"))) {
+      return "a filter value contains a NUL character, which PostgreSQL text cannot hold"
+    }
     if (filter._tag === "After" && (filter.columns.length === 0 || filter.columns.length !== filter.values.length)) {
       const got = `${filter.columns.length} column(s), ${filter.values.length} value(s)`
       return `an "after" condition needs one value per column (got ${got})`

@@ -81,7 +81,16 @@ const BUILTIN = new Map<number, Base>([
 
 /** A result column's PostgreSQL type, domains unwrapped. `name` is the type as users know it (`numeric(12,2)`). */
 export type Shape =
-  | { readonly kind: "scalar"; readonly base: Base; readonly typmod: number; readonly name: string }
+  | {
+      readonly kind: "scalar"
+      readonly base: Base
+      readonly typmod: number
+      readonly name: string
+      /** The base type's OID (after domains): which binary wire format its values arrive in. */
+      readonly oid: number
+      /** An enum: its binary wire format is the label's text. */
+      readonly isEnum: boolean
+    }
   | { readonly kind: "array"; readonly element: Shape; readonly name: string }
   | { readonly kind: "unsupported"; readonly name: string }
 
@@ -113,7 +122,7 @@ export const resolveShape = (types: ReadonlyMap<number, PgType>, oid: number, ty
   if (base === undefined) return { kind: "unsupported", name: declaredName }
   const numeric = base === "numeric" ? numericTypmod(mod) : undefined
   const name = numeric && declaredName === type.name ? `numeric(${numeric.precision},${numeric.scale})` : declaredName
-  return { kind: "scalar", base, typmod: mod, name }
+  return { kind: "scalar", base, typmod: mod, name, oid: type.oid, isEnum: type.kind === "e" }
 }
 
 /** How one result column becomes a batch column. `decode` undefined: the PostgreSQL text is the value. */
@@ -122,6 +131,8 @@ export interface ColumnPlan {
   readonly type: LogicalType
   readonly sourceType: string
   readonly decode: Decoder | undefined
+  /** The column's PostgreSQL type: how its binary COPY values are read (binary-fields.ts). */
+  readonly shape: Shape
 }
 
 /** Why a column cannot be exported as it is, and the fix. */
@@ -270,5 +281,5 @@ export const planColumn = (
   const mapping = override === undefined ? defaultMapping(shape, name) : overrideMapping(shape, override, name)
   return isProblem(mapping)
     ? { problem: mapping }
-    : { plan: { name, type: mapping.type, sourceType: shape.name, decode: mapping.decode } }
+    : { plan: { name, type: mapping.type, sourceType: shape.name, decode: mapping.decode, shape } }
 }

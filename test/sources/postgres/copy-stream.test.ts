@@ -123,7 +123,7 @@ describe("copy-stream", () => {
     expect(row?.one).toBe(1)
   })
 
-  it("closing the scope while the COPY has not answered yet cancels it", async () => {
+  it("closing the scope while the COPY has not answered yet cancels it", { timeout: 15000 }, async () => {
     const started = Date.now()
     const fiber = Effect.runFork(
       Effect.scoped(

@@ -216,7 +216,10 @@ describe("postgres source: failures", () => {
       const { rowCounts, error } = yield* readUntilError(
         query("select case when i > 25 then 1/(i-i) else i end as v from generate_series(1,50) i", { batchSize: 10 })
       )
-      expect(rowCounts).toEqual([10, 10])
+      // Read with COPY, the batches decoded before the error arrived are delivered first; rows still waiting in the
+      // paused stream when the server reports the error are dropped with it.
+      expect(rowCounts.length).toBeGreaterThanOrEqual(1)
+      expect(rowCounts.every((count) => count === 10)).toBe(true)
       expect(error).toBeInstanceOf(SourceError)
       expect(error?.message).toContain("22012")
       expect(error?.message).toContain("division by zero")

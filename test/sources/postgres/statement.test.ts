@@ -2,7 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import type { SourceQuery } from "../../../src/runtime/plugin.js"
 import {
   boundsStatement,
+  copyStatement,
   queryProblem,
+  renderInline,
   renderForDisplay,
   renderStatement
 } from "../../../src/sources/postgres/statement.js"
@@ -126,5 +128,30 @@ describe("postgres statement rendering", () => {
     expect(queryProblem(q("select 1", { where: [{ _tag: "After", columns: [], values: [] }] }))).toContain(
       "one value per column"
     )
+  })
+})
+
+describe("statements for COPY", () => {
+  it("inlines filter values as E'' literals, untyped, and wraps the SELECT in COPY … (FORMAT binary)", () => {
+    const query = q("select * from t; -- done", {
+      where: [{ _tag: "Between", column: "id", low: "1", high: "it's \\ 2" }],
+      orderBy: ["id"],
+      limit: 5
+    })
+    const inline = renderInline(query)
+    expect(inline).toBe(`SELECT * FROM (select * from t -- done\n) AS _rivet WHERE "id" BETWEEN E'1' AND E'it''s \\\\ 2' ORDER BY "id" LIMIT 5`)
+    expect(copyStatement(inline, [false])).toBe(`COPY (${inline}\n) TO STDOUT (FORMAT binary)`)
+    expect(copyStatement("select 1; ", [false])).toBe("COPY (select 1\n) TO STDOUT (FORMAT binary)")
+  })
+
+  it("renders flagged columns with their output function, renaming columns by position (duplicates survive)", () => {
+    expect(copyStatement("select a, a from t", [false, true])).toBe(
+      `COPY (SELECT _rivet_copy."c1", CASE WHEN num_nulls(_rivet_copy."c2") = 0 THEN format('%s', _rivet_copy."c2") END ` +
+        `FROM (select a, a from t\n) AS _rivet_copy("c1", "c2")) TO STDOUT (FORMAT binary)`
+    )
+  })
+
+  it("refuses a filter value with a NUL character (PostgreSQL text cannot hold it)", () => {
+    expect(queryProblem(q("select 1", { where: [{ _tag: "AtLeast", column: "id", value: "a\u0000b" }] }))).toContain("NUL")
   })
 })
