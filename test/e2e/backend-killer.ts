@@ -48,6 +48,7 @@ export const startKiller = (url: string, options: KillerOptions): Killer => {
   const state = phase === "after the last fetch" ? "idle in transaction" : "active"
   const waitingForClient = phase === "between fetches"
   const killed: Array<Array<number>> = []
+  const terminated = new Set<number>()
   let stopped = false
   const loop = (async () => {
     while (!stopped && killed.length < rounds) {
@@ -61,7 +62,9 @@ export const startKiller = (url: string, options: KillerOptions): Killer => {
           )
           SELECT pid, pg_terminate_backend(pid) AS terminated FROM running
           WHERE (SELECT count(*) FROM running) >= ${together}`
-        const pids = rows.filter((row) => row.terminated).map((row) => row.pid)
+        // A terminated backend stays listed until it has exited and may be hit again: count each backend once.
+        const pids = rows.filter((row) => row.terminated && !terminated.has(row.pid)).map((row) => row.pid)
+        for (const pid of pids) terminated.add(pid)
         if (pids.length > 0) killed.push(pids)
       }
       await sleep(3)

@@ -296,6 +296,8 @@ describe("a backend terminated mid-stream (in process)", () => {
   it("retries are bounded: a chunk terminated on every attempt fails with a retryable error, nothing published, the unit not done", async () => {
     const { config, dir, out } = inProcessConfig("h1_exhaust", {
       name: "h1_exhaust",
+      // As above: slowed rows keep every attempt's COPY streaming long enough to be terminated mid-stream.
+      query: `SELECT h.* FROM h1_src h, LATERAL (SELECT pg_sleep(CASE WHEN h.id % 10 = 0 THEN 0.001 ELSE 0 END)) AS slow WHERE h.id <= ${SUBSET}`,
       mode: "chunked",
       chunk_column: "id",
       chunk_size: SUBSET,
