@@ -46,6 +46,14 @@ class Validity {
   }
 }
 
+/** Offsets with room for `needed` entries, doubled when full. */
+const growOffsets = (offsets: Int32Array<ArrayBuffer>, needed: number): Int32Array<ArrayBuffer> => {
+  if (needed <= offsets.length) return offsets
+  const next = new Int32Array(Math.max(needed, offsets.length * 2))
+  next.set(offsets)
+  return next
+}
+
 const growFilled = (bits: Uint8Array, needed: number): Uint8Array => {
   if (needed <= bits.byteLength) return bits
   const next = new Uint8Array(Math.max(needed, bits.byteLength * 2)).fill(0xff)
@@ -214,7 +222,7 @@ export class BinaryBuilder {
   data: Uint8Array<ArrayBuffer>
   /** Bytes of `data` in use. */
   end = 0
-  offsets: Int32Array
+  offsets: Int32Array<ArrayBuffer>
   length = 0
   private readonly validity = new Validity()
 
@@ -232,11 +240,7 @@ export class BinaryBuilder {
   commit(written: number): void {
     this.end += written
     const row = this.length++
-    if (row + 1 >= this.offsets.length) {
-      const next = new Int32Array(this.offsets.length * 2)
-      next.set(this.offsets)
-      this.offsets = next
-    }
+    this.offsets = growOffsets(this.offsets, row + 2)
     this.offsets[row + 1] = this.end
     this.validity.setValid(row)
   }
@@ -274,7 +278,7 @@ export class BinaryBuilder {
 
 /** Lists: append the elements to `child`, then `endList()` closes one row. */
 export class ListBuilder<Child extends { readonly length: number; finish(): ColumnData }> {
-  offsets = new Int32Array(1025)
+  offsets: Int32Array<ArrayBuffer> = new Int32Array(1025)
   length = 0
   private readonly validity = new Validity()
 
@@ -282,11 +286,7 @@ export class ListBuilder<Child extends { readonly length: number; finish(): Colu
 
   endList(): void {
     const row = this.length++
-    if (row + 1 >= this.offsets.length) {
-      const next = new Int32Array(this.offsets.length * 2)
-      next.set(this.offsets)
-      this.offsets = next
-    }
+    this.offsets = growOffsets(this.offsets, row + 2)
     this.offsets[row + 1] = this.child.length
     this.validity.setValid(row)
   }
