@@ -1,9 +1,12 @@
-import { formatLogicalType, type LogicalType } from "../../runtime/batch.js"
+import { formatLogicalType, type LogicalType, shortestFloat32 } from "../../runtime/batch.js"
 import { BinaryBuilder, BoolBuilder, FixedBuilder, ListBuilder, NumberBuilder } from "../../runtime/columns/builders.js"
-import type { ColumnData } from "../../runtime/columns/data.js"
 import { valueAppender } from "../../runtime/columns/values.js"
-import { DecodeFailure, decodeIntegralBigInt } from "./decode.js"
+import { DecodeFailure } from "./decode.js"
 import type { ColumnPlan, Shape } from "./types.js"
+import { integerDecimal, numericDecimal, numericInt64, writeGroup } from "./binary-numeric.js"
+import { badSize, type FieldSink, int16At, int32At, int64At, scratch, scratchF32, swapInto, uint32At, writeInteger } from "./binary-wire.js"
+
+export type { FieldSink } from "./binary-wire.js"
 
 /**
  * Decoders of PostgreSQL's binary wire values (`COPY … (FORMAT binary)`, `typsend` output) straight into column
@@ -11,15 +14,6 @@ import type { ColumnPlan, Shape } from "./types.js"
  * written as ASCII text — no JS string or object per value. The rules (and error messages) are those of the text
  * decoders in decode.ts: what the server's text rendering gave before, the binary path gives now.
  */
-export interface FieldSink {
-  /** Rows appended so far. */
-  readonly length: number
-  /** Appends the value whose wire bytes are `bytes[at, at + size)`. Throws `DecodeFailure`. */
-  value(bytes: Uint8Array, at: number, size: number): void
-  nul(): void
-  finish(): ColumnData
-}
-
 /** How one result column is read from binary COPY. */
 export interface FieldReader {
   /** The COPY's SELECT renders this column as text (PostgreSQL's output function) for `make`'s sink to read. */
@@ -31,24 +25,6 @@ const INFINITY_HINT = "filter it out or replace it in SQL, e.g. NULLIF(col, 'inf
 
 const infinite = (text: string): DecodeFailure =>
   new DecodeFailure(`value ${text} has no representation outside PostgreSQL`, INFINITY_HINT)
-
-const badSize = (what: string, size: number): DecodeFailure =>
-  new DecodeFailure(`unexpected binary ${what} value of ${size} bytes`)
-
-const int32At = (b: Uint8Array, at: number): number => (b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!
-const uint32At = (b: Uint8Array, at: number): number => int32At(b, at) >>> 0
-const int16At = (b: Uint8Array, at: number): number => ((b[at]! << 24) | (b[at + 1]! << 16)) >> 16
-const uint16At = (b: Uint8Array, at: number): number => (b[at]! << 8) | b[at + 1]!
-
-// Scratch for reading floats and 64-bit integers without a DataView per chunk.
-const scratch = new Uint8Array(8)
-const scratchF32 = new Float32Array(scratch.buffer, 0, 1)
-const scratchI64 = new BigInt64Array(scratch.buffer, 0, 1)
-
-/** Reverses `width` big-endian wire bytes into `target[offset…]` (little-endian, as typed arrays read them). */
-const swapInto = (target: Uint8Array, offset: number, b: Uint8Array, at: number, width: number): void => {
-  for (let i = 0; i < width; i++) target[offset + i] = b[at + width - 1 - i]!
-}
 
 const writeInt32LE = (target: Uint8Array, offset: number, value: number): void => {
   target[offset] = value & 0xff
@@ -92,27 +68,6 @@ const widened = (layout: "int32" | "int64", wireWidth: 2 | 4, unsigned: boolean,
     nul: () => builder.appendNull(),
     finish: () => builder.finish()
   }
-}
-
-/**
- * The double nearest the shortest decimal that reads back as float32 `value` — what PostgreSQL prints for a float4
- * (extra_float_digits ≥ 1) and the text decoder parsed: `1.1`, not 1.100000023841858. One string per value: this
- * is the float4 → float64 override only.
- */
-const shortestFloat32 = (value: number): number => {
-  if (value === 0 || !Number.isFinite(value)) return value
-  for (let digits = 1; digits <= 9; digits++) {
-    const decimal = +value.toPrecision(digits)
-    if (Math.fround(decimal) !== value) continue
-    // `toPrecision` breaks a tie away from zero, PostgreSQL's shortest output (Ryū) to the even digit.
-    const [mantissa, exponent] = Math.abs(value).toExponential(digits + 15).split("e")
-    const exact = mantissa!.replace(".", "")
-    const tie = exact[digits] === "5" && /^0*$/.test(exact.slice(digits + 1))
-    if (!tie || Number(exact[digits - 1]) % 2 !== 0) return decimal
-    const truncated = +`${exact[0]}.${exact.slice(1, digits)}e${exponent}`
-    return value < 0 ? -truncated : truncated
-  }
-  return value
 }
 
 /** int2, int4, float4 → float64 (the `float64` override). */
@@ -254,196 +209,6 @@ const passthrough = (skip: number, what: string) => (capacity: number): FieldSin
     nul: () => builder.appendNull(),
     finish: () => builder.finish()
   }
-}
-
-// numeric's sign word.
-const NUMERIC_NEG = 0x4000
-const NUMERIC_NAN = 0xc000
-const NUMERIC_PINF = 0xd000
-const NUMERIC_NINF = 0xf000
-
-/** The text PostgreSQL's numeric_out gives for a binary numeric — for error messages only (one string). */
-export const numericText = (b: Uint8Array, at: number): string => {
-  const ndigits = int16At(b, at)
-  const weight = int16At(b, at + 2)
-  const sign = uint16At(b, at + 4)
-  const dscale = uint16At(b, at + 6)
-  if (sign === NUMERIC_NAN) return "NaN"
-  if (sign === NUMERIC_PINF) return "Infinity"
-  if (sign === NUMERIC_NINF) return "-Infinity"
-  const digit = (i: number) => (i >= 0 && i < ndigits ? uint16At(b, at + 8 + 2 * i) : 0)
-  let text = sign === NUMERIC_NEG ? "-" : ""
-  if (weight < 0) text += "0"
-  else for (let i = 0; i <= weight; i++) text += i === 0 ? String(digit(0)) : String(digit(i)).padStart(4, "0")
-  if (dscale > 0) {
-    let fraction = ""
-    for (let i = weight + 1; fraction.length < dscale; i++) fraction += String(digit(i)).padStart(4, "0")
-    text += "." + fraction.slice(0, dscale)
-  }
-  return text
-}
-
-const NO_DECIMAL_HINT = "filter it out or replace it in SQL, e.g. NULLIF(col, 'NaN')"
-
-const POW10 = [1, 10, 100, 1000, 10000]
-
-/** Decimal digits of a base-10000 group (1..4; 0 for 0). */
-const groupDigits = (group: number): number => (group >= 1000 ? 4 : group >= 100 ? 3 : group >= 10 ? 2 : group >= 1 ? 1 : 0)
-
-/** Writes the last `digits` decimal digits of `group` (zero-padded) at `data[at…]`, returns the end. */
-const writeGroup = (data: Uint8Array, at: number, group: number, digits: number): number => {
-  for (let k = digits - 1; k >= 0; k--) {
-    data[at + k] = 48 + (group % 10)
-    group = Math.floor(group / 10)
-  }
-  return at + digits
-}
-
-/**
- * numeric → exact `decimal(precision,scale)` text with exactly `scale` fractional digits, written as ASCII into the
- * builder: zeros padded, extra fractional digits allowed only when they are zeros (never rounds), at most
- * `precision - scale` integer digits. NaN and ±Infinity fail. Same rules and messages as `makeDecimalDecoder`.
- */
-const numericDecimal = (precision: number, scale: number) => (capacity: number): FieldSink => {
-  const builder = new BinaryBuilder(capacity)
-  const maxIntegerDigits = precision - scale
-  return {
-    get length() {
-      return builder.length
-    },
-    value(b, at, size) {
-      if (size < 8) throw badSize("numeric", size)
-      const ndigits = int16At(b, at)
-      const weight = int16At(b, at + 2)
-      const sign = uint16At(b, at + 4)
-      if (size !== 8 + 2 * ndigits) throw badSize("numeric", size)
-      if (sign === NUMERIC_NAN || sign === NUMERIC_PINF || sign === NUMERIC_NINF) {
-        throw new DecodeFailure(`value ${numericText(b, at)} has no decimal representation`, NO_DECIMAL_HINT)
-      }
-      const first = at + 8
-      let nonZero = false
-      for (let i = 0; i < ndigits; i++) if (b[first + 2 * i] !== 0 || b[first + 2 * i + 1] !== 0) nonZero = true
-      // Integer digits: groups 0..weight, the first without leading zeros.
-      let integerDigits = 0
-      if (weight >= 0 && nonZero) {
-        let i = 0
-        while (i <= weight && (i >= ndigits || uint16At(b, first + 2 * i) === 0)) i++
-        if (i <= weight) integerDigits = groupDigits(uint16At(b, first + 2 * i)) + 4 * (weight - i)
-      }
-      if (integerDigits > maxIntegerDigits) {
-        throw new DecodeFailure(
-          `value ${numericText(b, at)} does not fit decimal(${precision},${scale})`,
-          "raise the precision in the column's type override"
-        )
-      }
-      // Fractional digits past `scale` must be zeros: group i holds positions (i - weight - 1) * 4 … + 3.
-      for (let i = Math.max(0, weight + 1); i < ndigits; i++) {
-        const group = uint16At(b, first + 2 * i)
-        if (group === 0) continue
-        const start = (i - weight - 1) * 4
-        const keep = scale - start
-        if (keep >= 4) continue
-        if (keep <= 0 || group % POW10[4 - keep]! !== 0) {
-          throw new DecodeFailure(
-            `value ${numericText(b, at)} has more than ${scale} fractional digits; Rivet never rounds`,
-            "raise the scale in the column's type override, or round explicitly in SQL"
-          )
-        }
-      }
-      builder.reserve(integerDigits + scale + 3)
-      const data = builder.data
-      let out = builder.end
-      if (sign === NUMERIC_NEG && nonZero) data[out++] = 45
-      if (integerDigits === 0) data[out++] = 48
-      else {
-        let i = 0
-        while (uint16At(b, first + 2 * i) === 0) i++
-        for (let leading = true; i <= weight; i++, leading = false) {
-          const group = i < ndigits ? uint16At(b, first + 2 * i) : 0
-          out = writeGroup(data, out, group, leading ? groupDigits(group) : 4)
-        }
-      }
-      if (scale > 0) {
-        data[out++] = 46
-        for (let k = 0; k < scale; k += 4) {
-          const i = weight + 1 + k / 4
-          const group = i >= 0 && i < ndigits ? uint16At(b, first + 2 * i) : 0
-          const digits = Math.min(4, scale - k)
-          out = writeGroup(data, out, Math.floor(group / POW10[4 - digits]!), digits)
-        }
-      }
-      builder.commit(out - builder.end)
-    },
-    nul: () => builder.appendNull(),
-    finish: () => builder.finish()
-  }
-}
-
-/** The exact value of a big-endian int64 at `b[at…]`: a number when safe, else a bigint. */
-const int64At = (b: Uint8Array, at: number): number | bigint => {
-  const hi = int32At(b, at)
-  const lo = uint32At(b, at + 4)
-  if (hi >= -0x200000 && hi < 0x200000) return hi * 2 ** 32 + lo
-  swapInto(scratch, 0, b, at, 8)
-  return scratchI64[0]!
-}
-
-/** int2/4/8 → `decimal(precision,scale)` (the override): the integer's digits, then `scale` zeros. */
-const integerDecimal = (width: 2 | 4 | 8, precision: number, scale: number) => (capacity: number): FieldSink => {
-  const builder = new BinaryBuilder(capacity)
-  const maxIntegerDigits = precision - scale
-  const zeros = scale > 0 ? "." + "0".repeat(scale) : ""
-  return {
-    get length() {
-      return builder.length
-    },
-    value(b, at, size) {
-      if (size !== width) throw badSize(`int${width}`, size)
-      const value = width === 2 ? int16At(b, at) : width === 4 ? int32At(b, at) : int64At(b, at)
-      const text = String(value)
-      const digits = value === 0 || value === 0n ? 0 : text.length - (text.charCodeAt(0) === 45 ? 1 : 0)
-      if (digits > maxIntegerDigits) {
-        throw new DecodeFailure(
-          `value ${text} does not fit decimal(${precision},${scale})`,
-          "raise the precision in the column's type override"
-        )
-      }
-      builder.appendString(text + zeros)
-    },
-    nul: () => builder.appendNull(),
-    finish: () => builder.finish()
-  }
-}
-
-/** numeric → int64 (the override): must be integral and fit 64 bits. */
-const numericInt64 = (capacity: number): FieldSink => {
-  const builder = new NumberBuilder("int64", capacity)
-  return {
-    get length() {
-      return builder.length
-    },
-    value(b, at, size) {
-      if (size < 8) throw badSize("numeric", size)
-      builder.pushBigInt(decodeIntegralBigInt(numericText(b, at)) as bigint)
-    },
-    nul: () => builder.appendNull(),
-    finish: () => builder.finish()
-  }
-}
-
-/** Writes the decimal digits of a safe integer (with its sign) at `data[at…]`, returns the end. */
-const writeInteger = (data: Uint8Array, at: number, value: number): number => {
-  if (value < 0) {
-    data[at++] = 45
-    value = -value
-  }
-  let digits = 1
-  for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++
-  for (let k = digits - 1; k >= 0; k--) {
-    data[at + k] = 48 + (value % 10)
-    value = Math.floor(value / 10)
-  }
-  return at + digits
 }
 
 const USECS_PER_HOUR = 3_600_000_000
