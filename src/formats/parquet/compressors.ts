@@ -1,16 +1,17 @@
 import { compress as zstdCompress, init as zstdInit } from "@bokuweb/zstd-wasm"
 import * as Effect from "effect/Effect"
 import { gzipSync } from "node:zlib"
-import type { ParquetWriter } from "hyparquet-writer"
+import { snappyCompress } from "hyparquet-writer/src/snappy.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
 import { effectiveLevel, type ParquetConfig } from "./config.js"
 
-type WriterOptions = ConstructorParameters<typeof ParquetWriter>[0]
+import type { Compress } from "./writer/chunk.js"
+import type { Codec as CodecName } from "./writer/metadata.js"
 
-/** What the writer needs to compress pages: its codec name and, for codecs it lacks, a synchronous compressor. */
+/** How pages are compressed: the footer's codec name and a synchronous compressor for page bodies. */
 export interface Codec {
-  readonly codec: NonNullable<WriterOptions["codec"]>
-  readonly compressors: NonNullable<WriterOptions["compressors"]>
+  readonly codec: CodecName
+  readonly compress: Compress
   /** The manifest's compression label, as configured. */
   readonly label: string
 }
@@ -32,8 +33,8 @@ const initZstd = Effect.tryPromise({
 })
 
 /**
- * The codec for a config. zstd comes from a wasm build of libzstd: hyparquet-writer calls compressors
- * synchronously, and Node 20's zlib has no zstd.
+ * The codec for a config. zstd comes from a wasm build of libzstd: pages are compressed synchronously as they are
+ * written, and Node 20's zlib has no zstd. Snappy is hyparquet-writer's pure-JS compressor.
  */
 export const makeCodec = (config: ParquetConfig): Effect.Effect<Codec, FormatError> => {
   const level = effectiveLevel(config)
@@ -41,18 +42,18 @@ export const makeCodec = (config: ParquetConfig): Effect.Effect<Codec, FormatErr
     case "zstd":
       return Effect.as(initZstd, {
         codec: "ZSTD",
-        compressors: { ZSTD: (input: Uint8Array) => zstdCompress(input, level) },
+        compress: (input) => zstdCompress(input, level),
         label: "zstd"
       })
     case "gzip":
       return Effect.succeed({
         codec: "GZIP",
-        compressors: { GZIP: (input: Uint8Array) => gzipSync(input, level === undefined ? {} : { level }) },
+        compress: (input) => gzipSync(input, level === undefined ? {} : { level }),
         label: "gzip"
       })
     case "snappy":
-      return Effect.succeed({ codec: "SNAPPY", compressors: {}, label: "snappy" })
+      return Effect.succeed({ codec: "SNAPPY", compress: snappyCompress, label: "snappy" })
     case "none":
-      return Effect.succeed({ codec: "UNCOMPRESSED", compressors: {}, label: "none" })
+      return Effect.succeed({ codec: "UNCOMPRESSED", compress: (input) => input, label: "none" })
   }
 }

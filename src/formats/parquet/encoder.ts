@@ -1,11 +1,14 @@
 import * as Effect from "effect/Effect"
-import { ByteWriter, type ColumnSource, ParquetWriter } from "hyparquet-writer"
 import type { Batch, BatchSchema, ColumnData, LogicalType } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
-import { type AppendColumn, appendColumn, InvalidValue, prepareColumn, type PrepareColumn, sliceByteLength } from "./columns.js"
+import { InvalidValue, prepareColumn, type PrepareColumn, sliceByteLength } from "./columns.js"
 import type { Codec } from "./compressors.js"
 import { parquetSchema } from "./schema.js"
+import { ByteBuffer } from "./writer/bytes.js"
+import { type ChunkSlice, PageScratch, writeColumnChunk } from "./writer/chunk.js"
+import { type LeafPlan, leafPlan } from "./writer/leaf.js"
+import { type RowGroupMeta, writeFileMeta } from "./writer/metadata.js"
 
 /** How parts are encoded: the codec and when a row group is complete. */
 export interface EncoderSettings {
@@ -16,57 +19,25 @@ export interface EncoderSettings {
   readonly rowGroupBytes: number
 }
 
-/**
- * The writer's output buffer. hyparquet-writer calls `flush` after every row group; the bytes are copied
- * out (the buffer is reused) and wait in `chunks` until the encoder hands them on. The buffer itself keeps
- * the size of the largest row group.
- */
-class ChunkWriter extends ByteWriter {
-  private chunks: Array<Uint8Array> = []
-
-  flush(): void {
-    if (this.index === 0) return
-    this.chunks.push(new Uint8Array(this.buffer.slice(0, this.index)))
-    this.index = 0
-  }
-
-  override finish(): void {
-    this.flush()
-  }
-
-  drain(): ReadonlyArray<Uint8Array> {
-    this.flush()
-    const chunks = this.chunks
-    this.chunks = []
-    return chunks
-  }
-}
-
-const INITIAL_BUFFER_BYTES = 1 << 20
+const MAGIC = new TextEncoder().encode("PAR1")
 
 const innermost = (type: LogicalType): LogicalType => (type.kind === "list" ? innermost(type.element) : type)
 
 interface ColumnPlan {
   readonly name: string
   readonly prepare: PrepareColumn
-  readonly append: AppendColumn
+  readonly leaf: LeafPlan
   readonly hint: string | undefined
-  // Min/max of JSON are whole documents (never truncated) and help no reader: keep them out of the footer.
-  readonly statistics: boolean
-  // hyparquet-writer's dictionary keys values with a Map, which folds -0 into 0: floats stay PLAIN.
-  readonly encoding: ColumnSource["encoding"]
 }
 
 const planColumn = (name: string, type: LogicalType): ColumnPlan => ({
   name,
   prepare: prepareColumn(type),
-  append: appendColumn(type),
+  leaf: leafPlan(name, type),
   hint:
     innermost(type).kind === "decimal"
       ? `override the column's type in the export's columns: block, e.g. ${name}: { type: decimal(38,10) }`
-      : undefined,
-  statistics: innermost(type).kind !== "json",
-  encoding: innermost(type).kind === "float32" || innermost(type).kind === "float64" ? "PLAIN" : undefined
+      : undefined
 })
 
 /** Rows `[from, to)` of a batch waiting for their row group, with its decimal columns parsed (see `prepareColumn`). */
@@ -75,47 +46,6 @@ interface Slice {
   readonly words: ReadonlyArray<Uint32Array | undefined>
   readonly from: number
   readonly to: number
-}
-
-/**
- * The writer keeps each row group's min/max until the footer; for byte columns they are views of a batch's
- * buffer, which would keep every batch's bytes alive until the part ends. Each becomes a copy of its own.
- */
-const detachStatistics = (group: ParquetWriter["row_groups"][number] | undefined): void => {
-  for (const chunk of group?.columns ?? []) {
-    const statistics = chunk.meta_data?.statistics
-    if (statistics === undefined) continue
-    if (statistics.min_value instanceof Uint8Array) statistics.min_value = statistics.min_value.slice()
-    if (statistics.max_value instanceof Uint8Array) statistics.max_value = statistics.max_value.slice()
-  }
-}
-
-const jsValues = (slices: ReadonlyArray<Slice>, c: number, append: AppendColumn): Array<unknown> => {
-  const out: Array<unknown> = []
-  for (const slice of slices) append(slice.columns[c]!, slice.words[c], slice.from, slice.to, out)
-  return out
-}
-
-/**
- * A column of 32-bit-or-narrower numbers without NULLs goes in as one typed array: the values the writer would
- * read from a JS array, without a slot (or a boxed double) per value.
- */
-const typedValues = (slices: ReadonlyArray<Slice>, c: number, rows: number): Int16Array | Int32Array | Float32Array | Float64Array | undefined => {
-  const first = slices[0]?.columns[c]
-  if (first === undefined) return undefined
-  const layout = first.layout
-  if (layout !== "int16" && layout !== "int32" && layout !== "float32" && layout !== "float64") return undefined
-  for (const slice of slices) if (slice.columns[c]!.nullCount !== 0 || slice.columns[c]!.layout !== layout) return undefined
-  const out =
-    layout === "int16" ? new Int16Array(rows) : layout === "int32" ? new Int32Array(rows) : layout === "float32" ? new Float32Array(rows) : new Float64Array(rows)
-  let at = 0
-  for (const slice of slices) {
-    const data = slice.columns[c]!
-    if (data.layout !== layout) return undefined
-    out.set(data.values.subarray(slice.from, slice.to), at)
-    at += slice.to - slice.from
-  }
-  return out
 }
 
 const formatError = (message: string, hint?: string): FormatError =>
@@ -128,47 +58,58 @@ const formatError = (message: string, hint?: string): FormatError =>
  */
 export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings): PartEncoder => {
   const columns = schema.columns.map((column) => planColumn(column.name, column.type))
-  const writer = new ChunkWriter(INITIAL_BUFFER_BYTES)
-  const parquet = new ParquetWriter({
-    writer,
-    schema: parquetSchema(schema),
-    codec: settings.codec.codec,
-    compressors: settings.codec.compressors,
-    createdBy: "rivet"
-  })
+  const elements = parquetSchema(schema)
+  const { codec } = settings
+  const scratch = new PageScratch()
+  // The part's bytes not yet handed on (a row group, or the footer); `written` counts the bytes handed on before.
+  const out = new ByteBuffer(1 << 20)
+  out.append(MAGIC)
+  let written = 0
+  const rowGroups: Array<RowGroupMeta> = []
   // Rows wait as slices of the batches they came in (their buffers, no JS value per cell) until a row group is
-  // complete; only then is each column turned into the values hyparquet-writer takes, one column at a time.
+  // complete; then each column chunk is encoded straight from those buffers.
   let pending: Array<Slice> = []
   let pendingRows = 0
   let pendingBytes = 0
   let rowsBefore = 0
   let state: "open" | "finished" | "failed" = "open"
 
-  const columnSource = (c: number, rows: number): ColumnSource => {
-    const column = columns[c]!
-    const slices = pending
-    // hyparquet-writer reads `length`, then `slice`s each column once per row group: building the values only
-    // there keeps one column's values alive at a time instead of the whole group's.
-    const data = {
-      length: rows,
-      slice: () => typedValues(slices, c, rows) ?? jsValues(slices, c, column.append)
-    }
-    return {
-      name: column.name,
-      data: data as unknown as ColumnSource["data"],
-      statistics: column.statistics,
-      ...(column.encoding === undefined ? {} : { encoding: column.encoding })
-    }
-  }
-
   const writeGroup = () => {
-    const rows = pendingRows
-    const columnData = columns.map((_, c) => columnSource(c, rows))
+    const fileOffset = written + out.length
+    const chunks = columns.map((column, c) => {
+      const slices: Array<ChunkSlice> = pending.map((slice) => ({
+        column: slice.columns[c]!,
+        words: slice.words[c],
+        from: slice.from,
+        to: slice.to
+      }))
+      return writeColumnChunk(out, written, column.leaf, slices, codec.codec, codec.compress, scratch)
+    })
+    rowGroups.push({ columns: chunks, numRows: pendingRows, fileOffset })
     pending = []
     pendingRows = 0
     pendingBytes = 0
-    parquet.write({ columnData, rowGroupSize: rows })
-    detachStatistics(parquet.row_groups.at(-1))
+  }
+
+  const drain = (): ReadonlyArray<Uint8Array> => {
+    if (out.length === 0) return []
+    const bytes = out.copy()
+    written += out.length
+    out.clear()
+    return [bytes]
+  }
+
+  const writeFooter = () => {
+    const footerStart = out.length
+    writeFileMeta(out, {
+      schema: elements,
+      numRows: rowGroups.reduce((sum, group) => sum + group.numRows, 0),
+      rowGroups,
+      keyValues: [],
+      createdBy: "rivet"
+    })
+    out.u32(out.length - footerStart)
+    out.append(MAGIC)
   }
 
   const prepare = (batch: Batch): ReadonlyArray<Uint32Array | undefined> =>
@@ -228,16 +169,16 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings):
       if (problem) return yield* Effect.fail(problem)
       return yield* step(() => {
         append(batch)
-        return writer.drain()
+        return drain()
       })
     }),
     finish: Effect.withSpan(
       step(() => {
         if (pendingRows > 0) writeGroup()
-        parquet.finish()
+        writeFooter()
         state = "finished"
         pending = []
-        return writer.drain()
+        return drain()
       }),
       "ParquetEncoder.finish"
     )

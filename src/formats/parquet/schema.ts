@@ -1,4 +1,4 @@
-import type { SchemaElement } from "hyparquet-writer"
+import type { SchemaElement } from "./writer/metadata.js"
 import { type BatchSchema, formatLogicalType, type LogicalType } from "../../runtime/batch.js"
 
 /** Arrow's Decimal256 holds 76 digits; wider decimals would be written but most readers could not load them. */

@@ -1,17 +1,32 @@
 import { describe, expect, it } from "@effect/vitest"
-import { appendColumn, InvalidValue, prepareColumn, sliceByteLength } from "../../../src/formats/parquet/columns.js"
+import { InvalidValue, prepareColumn, sliceByteLength } from "../../../src/formats/parquet/columns.js"
 import { limbsToBigEndian, parseDecimal } from "../../../src/formats/parquet/decimal.js"
-import { type LogicalType, makeBatch, type Value } from "../../../src/runtime/batch.js"
+import { ByteBuffer } from "../../../src/formats/parquet/writer/bytes.js"
+import { leafPlan } from "../../../src/formats/parquet/writer/leaf.js"
+import { packBooleans } from "../../../src/formats/parquet/writer/plain.js"
+import { type ColumnData, type LogicalType, makeBatch, type Value } from "../../../src/runtime/batch.js"
 
 const columnOf = (type: LogicalType, values: ReadonlyArray<Value>) =>
   makeBatch({ columns: [{ name: "c", type }] }, [values]).columns[0]!
 
-const convert = (type: LogicalType, values: ReadonlyArray<Value>, from = 0, to = values.length) => {
-  const data = columnOf(type, values)
-  const out: Array<unknown> = []
-  appendColumn(type)(data, prepareColumn(type)(data), from, to, out)
-  return out
+const innermost = (data: ColumnData): ColumnData => (data.layout === "list" ? innermost(data.child) : data)
+
+/** The PLAIN bytes of the (innermost) values `[from, to)` of a column, NULLs skipped. */
+const convert = (type: LogicalType, values: ReadonlyArray<Value>, from?: number, to?: number): Array<number> => {
+  const column = columnOf(type, values)
+  const words = prepareColumn(type)(column)
+  const data = innermost(column)
+  const leaf = leafPlan("c", type)
+  const out = new ByteBuffer(4)
+  leaf.plain(out, data, words, from ?? 0, to ?? data.length)
+  if (leaf.physical === "BOOLEAN") packBooleans(out)
+  return [...out.written()]
 }
+
+const le32 = (...values: Array<number>) => [...new Uint8Array(Int32Array.from(values).buffer)]
+const le64 = (...values: Array<bigint>) => [...new Uint8Array(BigInt64Array.from(values).buffer)]
+const utf8 = (text: string) => [...new TextEncoder().encode(text)]
+const byteArray = (text: string) => [...le32(utf8(text).length), ...utf8(text)]
 
 const failure = (type: LogicalType, values: ReadonlyArray<Value>): InvalidValue => {
   try {
@@ -89,17 +104,17 @@ describe("parquet column conversion", () => {
     expect([...big]).toEqual([0xff, 0xff, 0xff, 0xff, 0xf1])
   })
 
-  it("uuids go in as their 16 bytes", () => {
-    const [a, b] = convert({ kind: "uuid" }, ["123e4567-e89b-12d3-a456-426614174000", null])
-    const expected = Uint8Array.from([0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00])
-    expect(a).toEqual(expected)
-    expect(b).toBeNull()
+  it("uuids are written as their 16 bytes, NULLs skipped", () => {
+    const expected = [0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00]
+    expect(convert({ kind: "uuid" }, ["123e4567-e89b-12d3-a456-426614174000", null])).toEqual(expected)
   })
 
-  it("converts only the requested rows; a decimal that does not parse names its row", () => {
-    expect(convert({ kind: "int32" }, [1, 2, 3, 4], 1, 3)).toEqual([2, 3])
-    expect(convert({ kind: "int64" }, [1n, null, -(2n ** 63n)])).toEqual([1n, null, -(2n ** 63n)])
-    expect(convert({ kind: "bool" }, [true, null, false])).toEqual([true, null, false])
+  it("writes only the requested rows; a decimal that does not parse names its row", () => {
+    expect(convert({ kind: "int32" }, [1, 2, 3, 4], 1, 3)).toEqual(le32(2, 3))
+    expect(convert({ kind: "int16" }, [-1, null, 32767])).toEqual(le32(-1, 32767))
+    expect(convert({ kind: "int64" }, [1n, null, -(2n ** 63n)])).toEqual(le64(1n, -(2n ** 63n)))
+    // Ten booleans, one NULL: nine bits, LSB first.
+    expect(convert({ kind: "bool" }, [true, null, false, true, true, false, false, false, true, true])).toEqual([0b10001101, 0b1])
     const error = failure({ kind: "decimal", precision: 4, scale: 1 }, ["1.0", null, "x"])
     expect(error.row).toBe(2)
     expect(error.message).toContain("expected decimal text")
@@ -108,23 +123,29 @@ describe("parquet column conversion", () => {
     expect(inList.message).toContain("more than 1 fraction digits")
   })
 
-  it("json goes in as its exact UTF-8 text, lists keep their NULL elements", () => {
-    const [json] = convert({ kind: "json" }, ['{"a":12345678901234567890,"é":1}'])
-    expect(new TextDecoder().decode(json as Uint8Array)).toBe('{"a":12345678901234567890,"é":1}')
-    expect(convert({ kind: "list", element: { kind: "decimal", precision: 4, scale: 1 } }, [["1.5", null], [], null])).toEqual([
-      [15n, null],
-      [],
-      null
+  it("decimals are written as INT32, INT64 or big-endian fixed bytes of their unscaled value", () => {
+    expect(convert({ kind: "decimal", precision: 4, scale: 1 }, ["1.5", null, "-2.0"])).toEqual(le32(15, -20))
+    expect(convert({ kind: "decimal", precision: 18, scale: 2 }, ["-0.01", "9999999999999999.99"])).toEqual(
+      le64(-1n, 999999999999999999n)
+    )
+    // decimal(20,0) takes 9 bytes.
+    expect(convert({ kind: "decimal", precision: 20, scale: 0 }, ["-1", "256"])).toEqual([
+      ...Array<number>(9).fill(0xff),
+      0, 0, 0, 0, 0, 0, 0, 1, 0
     ])
+    expect(convert({ kind: "list", element: { kind: "decimal", precision: 4, scale: 1 } }, [["1.5", null], [], null])).toEqual(le32(15))
   })
 
-  it("text goes in as views of the batch's UTF-8 bytes, not strings", () => {
-    const data = columnOf({ kind: "string" }, ["é", "", null, "abc"])
-    const out: Array<unknown> = []
-    appendColumn({ kind: "string" })(data, undefined, 0, 4, out)
-    expect(out.map((value) => (value instanceof Uint8Array ? new TextDecoder().decode(value) : value))).toEqual(["é", "", null, "abc"])
-    if (data.layout !== "binary") throw new Error("expected binary")
-    expect((out[0] as Uint8Array).buffer).toBe(data.data.buffer)
+  it("text, json and bytes are written straight from the batch's bytes, each after its 4-byte length", () => {
+    expect(convert({ kind: "json" }, ['{"a":12345678901234567890,"é":1}'])).toEqual(byteArray('{"a":12345678901234567890,"é":1}'))
+    const long = "x".repeat(40)
+    expect(convert({ kind: "string" }, ["é", "", null, "abc", long])).toEqual([
+      ...byteArray("é"),
+      ...byteArray(""),
+      ...byteArray("abc"),
+      ...byteArray(long)
+    ])
+    expect(convert({ kind: "bytes" }, [Uint8Array.of(0, 255), null])).toEqual([2, 0, 0, 0, 0, 255])
   })
 
   it("a slice's size is read from the buffers' byte lengths", () => {
