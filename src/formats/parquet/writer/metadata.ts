@@ -200,42 +200,42 @@ export const writeFileMeta = (out: ByteBuffer, meta: FileMeta): void => {
   })
 }
 
-export interface DataPageHeader {
+interface PageSizes {
   readonly uncompressedSize: number
   readonly compressedSize: number
   readonly numValues: number
+}
+
+export interface DataPageHeader extends PageSizes {
   readonly encoding: Encoding
 }
 
-/** The header of a DATA_PAGE (v1: levels and values compressed together). */
-export const writeDataPageHeader = (out: ByteBuffer, header: DataPageHeader): void => {
+const writePageHeader = (out: ByteBuffer, type: number, sizes: PageSizes, header: (thrift: ThriftWriter) => void): void => {
   const thrift = new ThriftWriter(out)
   thrift.structBody(() => {
-    thrift.i32(1, PAGE_TYPE.DATA_PAGE)
-    thrift.i32(2, header.uncompressedSize)
-    thrift.i32(3, header.compressedSize)
+    thrift.i32(1, type)
+    thrift.i32(2, sizes.uncompressedSize)
+    thrift.i32(3, sizes.compressedSize)
+    header(thrift)
+  })
+}
+
+/** The header of a DATA_PAGE (v1: levels and values compressed together). */
+export const writeDataPageHeader = (out: ByteBuffer, header: DataPageHeader): void =>
+  writePageHeader(out, PAGE_TYPE.DATA_PAGE, header, (thrift) =>
     thrift.struct(5, () => {
       thrift.i32(1, header.numValues)
       thrift.i32(2, ENCODING[header.encoding])
       thrift.i32(3, ENCODING.RLE)
       thrift.i32(4, ENCODING.RLE)
     })
-  })
-}
+  )
 
 /** The header of the PLAIN dictionary page that precedes a chunk's RLE_DICTIONARY data pages. */
-export const writeDictionaryPageHeader = (
-  out: ByteBuffer,
-  header: { readonly uncompressedSize: number; readonly compressedSize: number; readonly numValues: number }
-): void => {
-  const thrift = new ThriftWriter(out)
-  thrift.structBody(() => {
-    thrift.i32(1, PAGE_TYPE.DICTIONARY_PAGE)
-    thrift.i32(2, header.uncompressedSize)
-    thrift.i32(3, header.compressedSize)
+export const writeDictionaryPageHeader = (out: ByteBuffer, header: PageSizes): void =>
+  writePageHeader(out, PAGE_TYPE.DICTIONARY_PAGE, header, (thrift) =>
     thrift.struct(7, () => {
       thrift.i32(1, header.numValues)
       thrift.i32(2, ENCODING.PLAIN)
     })
-  })
-}
+  )
