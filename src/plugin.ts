@@ -57,6 +57,7 @@ export {
   type FormatDriverShape,
   type FormatPlugin,
   type PartEncoder,
+  type PartInfo,
   type PendingUpload,
   type PendingUploads,
   type PluginContext,

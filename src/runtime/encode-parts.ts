@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { Batch, BatchSchema } from "./batch.js"
 import type { FormatError } from "./errors.js"
-import type { FormatDriverShape, RenderedChunk, RenderedPartEncoder } from "./plugin.js"
+import type { FormatDriverShape, PartInfo, RenderedChunk, RenderedPartEncoder } from "./plugin.js"
 
 /** Encoded output, tagged with the part it belongs to. `end` closes a part and carries its row count. */
 export type PartPiece =
@@ -78,9 +78,10 @@ export const encodeParts = <E, R>(
   batches: Stream.Stream<Batch, E, R>,
   format: FormatDriverShape,
   schema: BatchSchema,
-  maxFileSize: number | undefined
+  maxFileSize: number | undefined,
+  part?: PartInfo
 ): Stream.Stream<PartPiece, E | FormatError, R> =>
-  encodeInputs(batches, (batch) => batch.rowCount, format.open(schema), maxFileSize)
+  encodeInputs(batches, (batch) => batch.rowCount, format.open(schema, part), maxFileSize)
 
 /**
  * `encodeParts` for rows a source rendered in the format's dialect: the same parts, opened and closed at the same

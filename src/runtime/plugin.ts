@@ -190,6 +190,12 @@ export interface RenderedPartEncoder {
   readonly finish: Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
 }
 
+/** Which export and run a part belongs to, for formats that record it in the file (Parquet's key/value metadata). */
+export interface PartInfo {
+  readonly exportName: string
+  readonly runId: string
+}
+
 /** What a format plugin's layer provides: a validator and a fresh `PartEncoder` per output part. */
 export interface FormatDriverShape {
   /** File extension without the dot: `parquet`. */
@@ -199,8 +205,8 @@ export interface FormatDriverShape {
   readonly compression: string
   /** Fails when the schema cannot be encoded — checked before anything is written. */
   readonly validate: (schema: BatchSchema) => Effect.Effect<void, FormatError>
-  /** A fresh encoder for one part. */
-  readonly open: (schema: BatchSchema) => Effect.Effect<PartEncoder, FormatError>
+  /** A fresh encoder for one part; `part` is absent when the part belongs to no run (e.g. a test). */
+  readonly open: (schema: BatchSchema, part?: PartInfo) => Effect.Effect<PartEncoder, FormatError>
   /**
    * Present when the format can take rows a source rendered in `dialect` (its own text, byte for byte): `open`
    * gives a part encoder that adds what the format adds around the rows (a header, compression).

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import type { BatchSchema } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
-import type { FormatDriverShape } from "../../runtime/plugin.js"
+import type { FormatDriverShape, PartInfo } from "../../runtime/plugin.js"
 import { type ParquetConfig, rowGroupLimits } from "./config.js"
 import { makeCodec } from "./compressors.js"
 import { countParquetRows } from "./count-rows.js"
@@ -30,12 +30,12 @@ export const makeParquetDriver = (config: ParquetConfig): Effect.Effect<FormatDr
     compression: codec.label,
     validate,
     countRows: countParquetRows,
-    open: Effect.fn("ParquetFormat.open")(function* (schema: BatchSchema) {
+    open: Effect.fn("ParquetFormat.open")(function* (schema: BatchSchema, part?: PartInfo) {
       yield* validate(schema)
       return yield* Effect.try({
         try: () => {
           const limits = rowGroupLimits(config)
-          return makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes })
+          return makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes }, part)
         },
         catch: (cause) =>
           new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })

@@ -1,14 +1,15 @@
 import * as Effect from "effect/Effect"
-import type { Batch, BatchSchema, ColumnData, LogicalType } from "../../runtime/batch.js"
+import { type Batch, type BatchSchema, type ColumnData, formatLogicalType, type LogicalType } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
-import type { PartEncoder } from "../../runtime/plugin.js"
+import type { PartEncoder, PartInfo } from "../../runtime/plugin.js"
+import { arrowSchemaEntry } from "./arrow-schema.js"
 import { InvalidValue, prepareColumn, type PrepareColumn, sliceByteLength } from "./columns.js"
 import type { Codec } from "./compressors.js"
 import { parquetSchema } from "./schema.js"
 import { ByteBuffer } from "./writer/bytes.js"
 import { type ChunkSlice, PageScratch, writeColumnChunk } from "./writer/chunk.js"
 import { type LeafPlan, leafPlan } from "./writer/leaf.js"
-import { type RowGroupMeta, writeFileMeta } from "./writer/metadata.js"
+import { type KeyValue, type RowGroupMeta, writeFileMeta } from "./writer/metadata.js"
 
 /** How parts are encoded: the codec and when a row group is complete. */
 export interface EncoderSettings {
@@ -52,12 +53,31 @@ const formatError = (message: string, hint?: string): FormatError =>
   new FormatError(hint === undefined ? { format: "parquet", message } : { format: "parquet", message, hint })
 
 /**
+ * The footer's key/value metadata: the Arrow schema (see arrow-schema.ts), the export and run the part belongs to,
+ * and per column Rivet's logical type and the source's own type name (`numeric(12,2)`, an enum's name).
+ */
+export const footerMetadata = (schema: BatchSchema, part: PartInfo | undefined): Array<KeyValue> => [
+  { key: "ARROW:schema", value: arrowSchemaEntry(schema) },
+  ...(part === undefined
+    ? []
+    : [
+        { key: "rivet.export", value: part.exportName },
+        { key: "rivet.run_id", value: part.runId }
+      ]),
+  ...schema.columns.flatMap((column) => [
+    { key: `rivet.column.${column.name}.logical_type`, value: formatLogicalType(column.type) },
+    ...(column.sourceType === undefined ? [] : [{ key: `rivet.column.${column.name}.source_type`, value: column.sourceType }])
+  ])
+]
+
+/**
  * A fresh encoder for one part. Rows are buffered until `rowGroupSize` of them (or `rowGroupBytes` of data)
  * are in, then one row group is encoded and its bytes returned; `finish` encodes the rest and the footer.
  * Throws if the writer cannot start.
  */
-export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings): PartEncoder => {
+export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, part?: PartInfo): PartEncoder => {
   const columns = schema.columns.map((column) => planColumn(column.name, column.type))
+  const keyValues = footerMetadata(schema, part)
   const elements = parquetSchema(schema)
   const { codec } = settings
   const scratch = new PageScratch()
@@ -105,7 +125,7 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings):
       schema: elements,
       numRows: rowGroups.reduce((sum, group) => sum + group.numRows, 0),
       rowGroups,
-      keyValues: [],
+      keyValues,
       createdBy: "rivet"
     })
     out.u32(out.length - footerStart)

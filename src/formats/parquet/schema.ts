@@ -87,10 +87,15 @@ const decimalElement = (name: string, { precision, scale }: DecimalType): Schema
 /** The schema elements of one column, in Parquet's depth-first order (a list is a group of three levels). */
 export const columnElements = (name: string, type: LogicalType): Array<SchemaElement> => {
   switch (type.kind) {
-    // INT_16 alone means INTEGER(16, signed). hyparquet-writer 0.17 writes the INTEGER logical type's bitWidth
-    // as a Thrift i32 instead of i8, which Arrow readers reject as a corrupt footer.
+    // Readers that know only converted types, and those that know only logical types, both see a 16-bit integer.
     case "int16":
-      return [{ name, type: "INT32", repetition_type: OPTIONAL, converted_type: "INT_16" }]
+      return [{
+        name,
+        type: "INT32",
+        repetition_type: OPTIONAL,
+        converted_type: "INT_16",
+        logical_type: { type: "INTEGER", bitWidth: 16, isSigned: true }
+      }]
     case "int32":
       return [{ name, type: "INT32", repetition_type: OPTIONAL }]
     case "int64":
@@ -133,9 +138,9 @@ export const columnElements = (name: string, type: LogicalType): Array<SchemaEle
       }]
     case "uuid":
       return [{ name, type: "FIXED_LEN_BYTE_ARRAY", type_length: 16, repetition_type: OPTIONAL, logical_type: { type: "UUID" } }]
-    // Converted type JSON would make hyparquet-writer JSON.stringify the (already JSON) text again.
+    // DuckDB reads a JSON column as JSON only with the converted type; the logical type alone gives a BLOB.
     case "json":
-      return [{ name, type: "BYTE_ARRAY", repetition_type: OPTIONAL, logical_type: { type: "JSON" } }]
+      return [{ name, type: "BYTE_ARRAY", repetition_type: OPTIONAL, converted_type: "JSON", logical_type: { type: "JSON" } }]
     case "bytes":
       return [{ name, type: "BYTE_ARRAY", repetition_type: OPTIONAL }]
     case "list":

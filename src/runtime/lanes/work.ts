@@ -21,6 +21,7 @@ export interface ChunkNaming {
 export interface ChunkWork {
   readonly query: SourceQuery
   readonly naming: ChunkNaming
+  readonly runId: string
 }
 
 /** Runs one chunk and reports its parts; where it runs (this thread or a worker) is the runner's business. */
@@ -37,4 +38,4 @@ export const chunkKeyOf = (naming: ChunkNaming) => {
 export const inProcessRunner =
   (ctx: UnitContext): ChunkRunner =>
   (work) =>
-    runAttempt(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming) })
+    runAttempt(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming), runId: work.runId })

@@ -131,7 +131,7 @@ const program = Effect.gen(function* () {
   // attempt takes back its rows, bytes and parts (runAttempt): the flush sends that as a negative delta, so the
   // main thread, which may run the chunk again, does not count them twice.
   const runChunk = (work: ChunkWork) =>
-    Effect.flatMap(Effect.exit(runAttempt(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming) })), (exit) =>
+    Effect.flatMap(Effect.exit(runAttempt(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming), runId: work.runId })), (exit) =>
       Effect.sync(() => {
         flush()
         post(

@@ -135,6 +135,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
           // One nonce for every attempt: a retried chunk overwrites the parts its failed attempt committed.
           const work: ChunkWork = {
             query: queryOf(spec),
+            runId: journal.runId,
             naming: {
               exportName: ctx.spec.name,
               runStartedAt: journal.startedAt.toISOString(),

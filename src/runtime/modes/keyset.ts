@@ -111,6 +111,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
           `page ${current}`,
           runAttempt(ctx, {
             query,
+            runId: journal.runId,
             track: keys,
             keyOf: (part) =>
               pagePartName(spec.name, journal.startedAt, current, ctx.format.extension, part, spec.maxFileSize !== undefined)

@@ -20,6 +20,8 @@ export interface UnitWork {
   readonly query: SourceQuery
   /** The key of the unit's part N. */
   readonly keyOf: (part: number) => string
+  /** The run the unit belongs to (formats may record it in each part). */
+  readonly runId: string
   /** Source columns whose last non-NULL value (in result order) the unit reports, as source text. */
   readonly track?: ReadonlyArray<string> | undefined
 }
@@ -155,7 +157,10 @@ export const runUnit = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOut
       const batches = (gates ? output.batches.pipe(Stream.tap((batch) => Effect.sync(() => gates.observe(batch)))) : output.batches).pipe(
         Stream.buffer({ capacity: 1 })
       )
-      const pieces = encodeParts(batches, ctx.format, output.schema, ctx.spec.maxFileSize).pipe(
+      const pieces = encodeParts(batches, ctx.format, output.schema, ctx.spec.maxFileSize, {
+        exportName: ctx.spec.name,
+        runId: work.runId
+      }).pipe(
         Stream.buffer({ capacity: 2 })
       )
       const parts = yield* upload(pieces)

@@ -39,13 +39,14 @@ const singleRun = (ctx: ExportContext, setup: SingleSetup): PreparedMode => ({
       naming: partNamePattern("single", ctx.spec.name, ctx.format.extension, ctx.spec.maxFileSize !== undefined)
     }
   }),
-  execute: (_journal: RunJournal, plan?: ModePlan) =>
+  execute: (journal: RunJournal, plan?: ModePlan) =>
     Effect.gen(function* () {
       let openedAt: Date | undefined
       const { spec, format } = ctx
       const query = setup.queryOf(plan)
       const outcome = yield* runUnit(ctx, {
         query,
+        runId: journal.runId,
         track: setup.track,
         keyOf: (part) => {
           openedAt ??= ctx.now()

@@ -157,8 +157,8 @@ describe("parquet encoder", () => {
       const chunks = [...(yield* encoder.write(batch)), ...(yield* encoder.finish)]
       const calls = encode.mock.calls.length + encodeInto.mock.calls.length + decode.mock.calls.length + fromString.mock.calls.length
       vi.restoreAllMocks()
-      // A few per column chunk (statistics bounds), never one per value.
-      expect(calls).toBeLessThan(20)
+      // The footer's strings (schema names, key/value metadata), never one per value of the 5 000 rows.
+      expect(calls).toBeLessThan(40)
       expect(yield* readBack(chunks)).toEqual(rowObjects(schema.columns, all))
     })
   )
