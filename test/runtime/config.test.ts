@@ -83,13 +83,13 @@ describe("config decoding", () => {
       const found = yield* problems({
         ...valid,
         source: { ...valid.source, tuning: { profile: "fast" }, tls: { mode: "verify-full" } },
-        exports: [{ ...valid.exports[0], meta_columns: { exported_at: true }, chunk_by_key: "id" }]
+        exports: [{ ...valid.exports[0], tables: ["a", "b"], chunk_by_key: "id" }]
       })
       const hintOf = (path: string) => found.find((problem) => problem.path === path)?.hint
       expect(hintOf("source.tuning")).toMatch(/Rust rivet; .*batch_size sits on the export/)
       expect(hintOf("source.tls")).toMatch(/sslmode=verify-full/)
-      // Not "did you mean 'key_columns'?": meta_columns has nothing to do with keyset keys.
-      expect(hintOf("exports[0].meta_columns")).toMatch(/Rust rivet; .*in the query/)
+      // Not "did you mean 'table'?": tables captured several tables through one change stream.
+      expect(hintOf("exports[0].tables")).toMatch(/Rust rivet; .*one export per table/)
       expect(hintOf("exports[0].chunk_by_key")).toMatch(/mode: keyset with key_columns/)
       // Other keys, and plugin blocks, keep the generic hint.
       const plugin = yield* problems(withExport({ destination: { type: "fakesink", path: "out", tuning: {} } }))

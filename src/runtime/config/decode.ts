@@ -2,17 +2,21 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type { LogicalType } from "../batch.js"
 import { ConfigError } from "../errors.js"
+import type { MetaColumnKind } from "../meta-columns.js"
 import type { FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
+import { advisoryNotices } from "./advisory.js"
 import { decodeBlock, didYouMean, joinPath, knownKeys, unknownKeyError } from "./issues.js"
 import {
   DEFAULT_BATCH_SIZE,
   DEFAULT_FORMAT,
   ExportCore,
+  type MetaColumnsConfig,
   parseLogicalType,
   type ExportConfig,
   type RivetConfig,
   TopLevel
 } from "./model.js"
+import { rustTypeHint } from "./rust-keys.js"
 import { sharedDestination } from "./lint.js"
 import { decodeMode } from "./mode.js"
 
@@ -88,7 +92,7 @@ const decodePluginBlock = <P extends SourcePlugin | SinkPlugin>(
         new ConfigError({
           path: joinPath(path, ["type"]),
           message: `unknown ${what} type '${type}'`,
-          hint: suggestion ? `did you mean '${suggestion}'?` : `available: ${known.join(", ")}`
+          hint: rustTypeHint(what, type, known) ?? (suggestion ? `did you mean '${suggestion}'?` : `available: ${known.join(", ")}`)
         })
       )
       return undefined
@@ -96,6 +100,21 @@ const decodePluginBlock = <P extends SourcePlugin | SinkPlugin>(
     const config = problems.decode(plugin.config, rest, path)
     return config === undefined ? undefined : { plugin, config }
   })
+
+/** The meta columns an export asks for, in order: a list is taken as written (once each), the mapping's `true` keys. */
+const metaColumnsOf = (config: MetaColumnsConfig | undefined, path: string, problems: Problems): ReadonlyArray<MetaColumnKind> => {
+  if (config === undefined) return []
+  if (!Array.isArray(config)) {
+    const mapping = config as Exclude<MetaColumnsConfig, ReadonlyArray<unknown>>
+    return (["exported_at", "row_hash"] as const).filter((kind) => mapping[kind] === true)
+  }
+  const kinds: Array<MetaColumnKind> = []
+  for (const [index, kind] of (config as ReadonlyArray<MetaColumnKind>).entries()) {
+    if (!kinds.includes(kind)) kinds.push(kind)
+    else problems.add(new ConfigError({ path: `${path}.meta_columns[${index}]`, message: `lists '${kind}' twice`, hint: "name each meta column once" }))
+  }
+  return kinds
+}
 
 const decodeExport = (
   raw: unknown,
@@ -176,6 +195,7 @@ const decodeExport = (
         })
       )
     }
+    const metaColumns = metaColumnsOf(decoded.meta_columns, path, problems)
     const { mode, problems: modeProblems } = decodeMode(decoded, path)
     problems.add(...modeProblems)
     // Several parts on one stream are several files back to back: concatenated Parquet files cannot be read, and
@@ -205,6 +225,8 @@ const decodeExport = (
       batchSize: decoded.batch_size ?? DEFAULT_BATCH_SIZE,
       maxFileSize: decoded.max_file_size,
       columnTypes,
+      metaColumns,
+      notices: advisoryNotices(decoded, path),
       format: { plugin: format, config: formatConfig },
       destination
     } satisfies ExportConfig
@@ -220,12 +242,25 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
     const problems = new Problems()
     if (!requireMapping(input.value, "(root)", problems, "with 'source' and 'exports'")) return Either.left(problems.list)
     const top = problems.decode(TopLevel, input.value, "")
-    if (!top) return Either.left(problems.list)
-    if (top.exports.length === 0) {
+    // `source:` with nothing after it is YAML null: as missing as no line at all.
+    const sourceMissing = input.value["source"] === undefined || input.value["source"] === null
+    if (sourceMissing) {
+      problems.add(
+        new ConfigError({
+          path: "source",
+          message: "is missing",
+          hint: "add the database to read, e.g. source: { type: postgres, url_env: DATABASE_URL }"
+        })
+      )
+    }
+    // An unknown or mistyped top-level key (`load:` of the Rust rivet) must not hide the exports' own problems.
+    const exportsList = top?.exports ?? (Array.isArray(input.value["exports"]) ? (input.value["exports"] as ReadonlyArray<unknown>) : undefined)
+    if (exportsList === undefined) return Either.left(problems.list)
+    if (exportsList.length === 0) {
       problems.add(new ConfigError({ path: "exports", message: "at least one export must be defined", hint: undefined }))
     }
-    const source = yield* decodePluginBlock(
-      top.source,
+    const source = sourceMissing ? undefined : yield* decodePluginBlock(
+      input.value["source"],
       "source",
       "source",
       input.plugins.source,
@@ -234,7 +269,7 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
     )
     const exports: Array<ExportConfig> = []
     const seen = new Map<string, number>()
-    for (const [index, raw] of top.exports.entries()) {
+    for (const [index, raw] of exportsList.entries()) {
       const decoded = yield* decodeExport(raw, index, input, problems)
       if (!decoded) continue
       const previous = seen.get(decoded.name)

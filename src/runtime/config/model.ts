@@ -2,7 +2,9 @@ import * as Schema from "effect/Schema"
 import type { LogicalType } from "../batch.js"
 import type { BatchTransform, FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
 import { DurationMs } from "../duration.js"
+import type { MetaColumnKind } from "../meta-columns.js"
 import { ByteSize } from "../size.js"
+import { ADVISORY_FIELDS, type ConfigNotice } from "./advisory.js"
 
 /** A plugin value with its decoded config block. */
 export interface Configured<P> {
@@ -28,7 +30,13 @@ export interface RivetConfig {
 /** How an export selects and splits its rows (docs/modes.md). */
 export type ModeConfig =
   | { readonly kind: "full" }
-  | { readonly kind: "incremental"; readonly cursorColumn: string; readonly cursorLagMs?: number | undefined }
+  | {
+      readonly kind: "incremental"
+      readonly cursorColumn: string
+      /** The cursor is `COALESCE(cursorColumn, fallbackColumn)`: rows whose cursor column is NULL use this one. */
+      readonly fallbackColumn?: string | undefined
+      readonly cursorLagMs?: number | undefined
+    }
   | { readonly kind: "time_window"; readonly timeColumn: string; readonly daysWindow: number }
   | {
       readonly kind: "chunked"
@@ -37,6 +45,8 @@ export type ModeConfig =
       readonly chunkSize: number
       readonly parallel: number
       readonly checkpoint: boolean
+      /** Attempts per chunk before the run fails (default: the retry policy's retries + 1). */
+      readonly maxAttempts?: number | undefined
     }
   | {
       readonly kind: "keyset"
@@ -44,6 +54,8 @@ export type ModeConfig =
       readonly keyColumns?: ReadonlyArray<string> | undefined
       readonly pageSize: number
       readonly checkpoint: boolean
+      /** Attempts per page before the run fails (default: the retry policy's retries + 1). */
+      readonly maxAttempts?: number | undefined
     }
 
 export type ModeKind = ModeConfig["kind"]
@@ -64,6 +76,10 @@ export interface ExportConfig {
   readonly batchSize: number
   readonly maxFileSize?: number | undefined
   readonly columnTypes: ReadonlyMap<string, LogicalType>
+  /** Columns Rivet appends after the source's (`meta_columns:`), in this order. */
+  readonly metaColumns?: ReadonlyArray<MetaColumnKind> | undefined
+  /** What the config says that has no effect (the Rust rivet's scheduling keys), reported by check, plan and run. */
+  readonly notices?: ReadonlyArray<ConfigNotice> | undefined
   readonly format: Configured<FormatPlugin>
   readonly destination: Configured<SinkPlugin>
 }
@@ -155,6 +171,24 @@ export const QualityConfig = Schema.Struct({
 }).annotations({ description: "Quality gates: a failed gate publishes nothing and exits with code 3." })
 export type QualityConfig = typeof QualityConfig.Type
 
+const MetaColumn = Schema.Literal("exported_at", "row_hash")
+
+/** `meta_columns: [exported_at, row_hash]`, or the Rust rivet's `meta_columns: { exported_at: true, row_hash: true }`. */
+export const MetaColumnsConfig = Schema.Union(
+  Schema.Array(MetaColumn),
+  Schema.Struct({
+    exported_at: Schema.optional(
+      Schema.Boolean.annotations({ description: "Append _rivet_exported_at: the run's start time (timestamptz)." })
+    ),
+    row_hash: Schema.optional(
+      Schema.Boolean.annotations({ description: "Append _rivet_row_hash: a 64-bit FNV-1a hash of the row (int64)." })
+    )
+  })
+).annotations({
+  description:
+    "Columns appended after the source's: exported_at (_rivet_exported_at, the run's start time, timestamptz) and row_hash (_rivet_row_hash, int64 FNV-1a of the row's canonical bytes — docs/meta-columns.md). A list, [exported_at, row_hash], or the mapping { exported_at: true, row_hash: true }."
+})
+
 /** The export keys the runtime itself owns; the format plugin owns the rest (e.g. `compression`). */
 export const ExportCore = Schema.Struct({
   name: ExportName,
@@ -177,6 +211,18 @@ export const ExportCore = Schema.Struct({
   ),
   cursor_column: Schema.optional(
     ColumnName.annotations({ description: "incremental: the orderable column whose stored maximum marks the position." })
+  ),
+  cursor_fallback_column: Schema.optional(
+    ColumnName.annotations({
+      description:
+        "incremental: a second column for rows whose cursor_column is NULL; the cursor becomes COALESCE(cursor_column, cursor_fallback_column) (no output column is added)."
+    })
+  ),
+  incremental_cursor_mode: Schema.optional(
+    Schema.Literal("single_column", "coalesce").annotations({
+      description:
+        "incremental, the Rust rivet's spelling: coalesce needs cursor_fallback_column (which implies it), single_column refuses one."
+    })
   ),
   cursor_lag: Schema.optional(
     DurationMs.annotations({
@@ -202,6 +248,12 @@ export const ExportCore = Schema.Struct({
   chunk_checkpoint: Schema.optional(
     Schema.Boolean.annotations({
       description: "chunked/keyset: record each committed chunk or page so `rivet run --resume` continues a failed run."
+    })
+  ),
+  chunk_max_attempts: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be a whole number from 1 to 100" })).annotations({
+      description:
+        "chunked/keyset: attempts per chunk or page when the source fails in a retryable way (connection lost), before the run fails (default 6: the first and 5 retries)."
     })
   ),
   key_columns: Schema.optional(
@@ -259,13 +311,15 @@ export const ExportCore = Schema.Struct({
     })
   ),
   quality: Schema.optional(QualityConfig),
+  meta_columns: Schema.optional(MetaColumnsConfig),
   on_schema_drift: Schema.optional(
     Schema.Literal("warn", "continue", "fail").annotations({
       description:
         "When the output schema differs from the last successful run's: warn (default: report, then accept), continue (accept silently), fail (publish nothing, exit 4)."
     })
   ),
-  destination: Schema.Unknown.annotations({ description: "Where the files go: { type: local | stdout | s3, ... }." })
+  destination: Schema.Unknown.annotations({ description: "Where the files go: { type: local | stdout | s3, ... }." }),
+  ...ADVISORY_FIELDS
 })
 export type ExportCore = typeof ExportCore.Type
 
@@ -278,6 +332,8 @@ export const TopLevel = Schema.Struct({
     })
   )
 })
+
+export type MetaColumnsConfig = typeof MetaColumnsConfig.Type
 
 export const DEFAULT_BATCH_SIZE = 10_000
 export const DEFAULT_CHUNK_SIZE = 100_000
