@@ -51,7 +51,13 @@ export const checkConfigFile = (file: string, options: CheckOptions = {}): Effec
     }
     const resolved =
       parsed._tag === "Some" ? yield* Effect.option(interpolate(parsed.value.value, options.env ?? process.env)) : undefined
-    const missing = resolved?._tag === "Some" ? missingEnvVariables(resolved.value, options.env ?? process.env) : []
+    const decodeErrors = Either.isLeft(decoded) ? decoded.left : []
+    // A key inside a block that decoding refused (an unknown `notifications:`) or whose value it refused (`url_env`
+    // holding a URL) is reported once, by decoding.
+    const refused = decodeErrors.map((error) => error.path.replace(/ \(line \d+\)$/, ""))
+    const missing = (resolved?._tag === "Some" ? missingEnvVariables(resolved.value, options.env ?? process.env) : []).filter(
+      (variable) => !refused.some((path) => variable.path === path || variable.path.startsWith(`${path}.`) || variable.path.startsWith(`${path}[`))
+    )
     const envFindings = missing.map(
       (variable): LintFinding => ({
         severity: options.allowMissingEnv ? "warning" : "error",
@@ -70,11 +76,8 @@ export const checkConfigFile = (file: string, options: CheckOptions = {}): Effec
     const findingErrors = findings
       .filter((finding) => finding.severity === "error")
       .map((finding) => new ConfigError({ path: finding.path, message: finding.message, hint: finding.hint }))
-    const decodeErrors = Either.isLeft(decoded) ? decoded.left : []
-    // A key whose value decoding already refused (e.g. url_env holding a URL) is reported once.
-    const reported = new Set(decodeErrors.map((error) => error.path))
     return {
-      errors: [...decodeErrors, ...findingErrors.filter((error) => !reported.has(error.path))],
+      errors: [...decodeErrors, ...findingErrors],
       warnings: findings.filter((finding) => finding.severity === "warning"),
       notes: findings.filter((finding) => finding.severity === "note"),
       exportCount: config?.exports.length ?? 0

@@ -21,8 +21,9 @@ const described = (key: AdvisoryKey) =>
 /** The schemas of the advisory keys, spread into the export's own keys (ExportCore). */
 export const ADVISORY_FIELDS = {
   wave: Schema.optional(
-    Schema.Int.pipe(Schema.nonNegative({ message: () => "must be a whole number of at least 0" })).annotations({
-      description: described("wave")
+    Schema.Int.pipe(Schema.nonNegative()).annotations({
+      description: described("wave"),
+      message: () => ({ message: "must be a whole number of at least 0 (1 = the first wave)", override: true })
     })
   ),
   parallel_safe: Schema.optional(Schema.Boolean.annotations({ description: described("parallel_safe") })),

@@ -161,7 +161,8 @@ const decodeExport = (
       problems
     )
     if (!decoded) return undefined
-    if ((decoded.table === undefined) === (decoded.query === undefined)) {
+    // `query_file:` (the Rust rivet's) already has an error whose hint says to write query: instead.
+    if ((decoded.table === undefined) === (decoded.query === undefined) && !("query_file" in raw && decoded.table === undefined)) {
       problems.add(
         new ConfigError({
           path,

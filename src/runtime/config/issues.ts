@@ -114,13 +114,14 @@ const mergeAlternatives = (
   const nested = (key: string) => paths.some((other) => other !== key && (other.startsWith(`${key}.`) || other.startsWith(`${key}[`)))
   return [...byPath.entries()].flatMap(([key, all]) => {
     // Likewise a mapping that fails inside a struct alternative (`amount: { type: …, nullable: … }`) also fails the
-    // union's non-struct alternatives (`expected string, actual {…}`): the nested issue is the one to report.
+    // union's non-struct alternatives (`expected string, actual {…}`), and a list that fails inside a list
+    // alternative (`meta_columns: [exported_at, loaded_at]`) the mapping one: the nested issue is the one to report.
     const group =
       all.length > 1 || nested(key)
         ? all.filter(
             (issue) =>
               !issue.message.startsWith("Expected undefined, actual ") &&
-              !(nested(key) && issue._tag === "Type" && /, actual \{/.test(issue.message))
+              !(nested(key) && issue._tag === "Type" && /, actual [{[]/.test(issue.message))
           )
         : all
     const matches = group.map((issue) => (issue._tag === "Type" ? ALTERNATIVE.exec(issue.message) : null))

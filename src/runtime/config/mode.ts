@@ -30,9 +30,9 @@ const cursorProblems = (core: ExportCore, path: string, problems: Array<ConfigEr
   if (core.incremental_cursor_mode === "coalesce" && core.cursor_fallback_column === undefined) {
     problems.push(
       new ConfigError({
-        path: `${path}.cursor_fallback_column`,
-        message: "is required with incremental_cursor_mode: coalesce",
-        hint: "name the column used where cursor_column is NULL, e.g. cursor_fallback_column: created_at"
+        path: `${path}.incremental_cursor_mode`,
+        message: "coalesce needs cursor_fallback_column, the column read where cursor_column is NULL",
+        hint: "add it, e.g. cursor_fallback_column: created_at, or remove incremental_cursor_mode"
       })
     )
   }
