@@ -2,7 +2,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type { LogicalType } from "../batch.js"
 import { ConfigError } from "../errors.js"
-import type { MetaColumnKind } from "../meta-columns.js"
 import type { FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
 import { advisoryNotices } from "./advisory.js"
 import { decodeBlock, didYouMean, joinPath, knownKeys, unknownKeyError } from "./issues.js"
@@ -10,12 +9,12 @@ import {
   DEFAULT_BATCH_SIZE,
   DEFAULT_FORMAT,
   ExportCore,
-  type MetaColumnsConfig,
   parseLogicalType,
   type ExportConfig,
   type RivetConfig,
   TopLevel
 } from "./model.js"
+import { metaColumnsOf } from "./meta-columns.js"
 import { rustTypeHint } from "./rust-keys.js"
 import { sharedDestination } from "./lint.js"
 import { decodeMode } from "./mode.js"
@@ -101,21 +100,6 @@ const decodePluginBlock = <P extends SourcePlugin | SinkPlugin>(
     return config === undefined ? undefined : { plugin, config }
   })
 
-/** The meta columns an export asks for, in order: a list is taken as written (once each), the mapping's `true` keys. */
-const metaColumnsOf = (config: MetaColumnsConfig | undefined, path: string, problems: Problems): ReadonlyArray<MetaColumnKind> => {
-  if (config === undefined) return []
-  if (!Array.isArray(config)) {
-    const mapping = config as Exclude<MetaColumnsConfig, ReadonlyArray<unknown>>
-    return (["exported_at", "row_hash"] as const).filter((kind) => mapping[kind] === true)
-  }
-  const kinds: Array<MetaColumnKind> = []
-  for (const [index, kind] of (config as ReadonlyArray<MetaColumnKind>).entries()) {
-    if (!kinds.includes(kind)) kinds.push(kind)
-    else problems.add(new ConfigError({ path: `${path}.meta_columns[${index}]`, message: `lists '${kind}' twice`, hint: "name each meta column once" }))
-  }
-  return kinds
-}
-
 const decodeExport = (
   raw: unknown,
   index: number,
@@ -196,7 +180,8 @@ const decodeExport = (
         })
       )
     }
-    const metaColumns = metaColumnsOf(decoded.meta_columns, path, problems)
+    const { kinds: metaColumns, problems: metaProblems } = metaColumnsOf(decoded.meta_columns, path)
+    problems.add(...metaProblems)
     const { mode, problems: modeProblems } = decodeMode(decoded, path)
     problems.add(...modeProblems)
     // Several parts on one stream are several files back to back: concatenated Parquet files cannot be read, and

@@ -5,6 +5,7 @@ import { DurationMs } from "../duration.js"
 import type { MetaColumnKind } from "../meta-columns.js"
 import { ByteSize } from "../size.js"
 import { ADVISORY_FIELDS, type ConfigNotice } from "./advisory.js"
+import { MetaColumnsConfig } from "./meta-columns.js"
 
 /** A plugin value with its decoded config block. */
 export interface Configured<P> {
@@ -171,24 +172,6 @@ export const QualityConfig = Schema.Struct({
 }).annotations({ description: "Quality gates: a failed gate publishes nothing and exits with code 3." })
 export type QualityConfig = typeof QualityConfig.Type
 
-const MetaColumn = Schema.Literal("exported_at", "row_hash")
-
-/** `meta_columns: [exported_at, row_hash]`, or the Rust rivet's `meta_columns: { exported_at: true, row_hash: true }`. */
-export const MetaColumnsConfig = Schema.Union(
-  Schema.Array(MetaColumn),
-  Schema.Struct({
-    exported_at: Schema.optional(
-      Schema.Boolean.annotations({ description: "Append _rivet_exported_at: the run's start time (timestamptz)." })
-    ),
-    row_hash: Schema.optional(
-      Schema.Boolean.annotations({ description: "Append _rivet_row_hash: a 64-bit FNV-1a hash of the row (int64)." })
-    )
-  })
-).annotations({
-  description:
-    "Columns appended after the source's: exported_at (_rivet_exported_at, the run's start time, timestamptz) and row_hash (_rivet_row_hash, int64 FNV-1a of the row's canonical bytes — docs/meta-columns.md). A list, [exported_at, row_hash], or the mapping { exported_at: true, row_hash: true }."
-})
-
 /** The export keys the runtime itself owns; the format plugin owns the rest (e.g. `compression`). */
 export const ExportCore = Schema.Struct({
   name: ExportName,
@@ -332,8 +315,6 @@ export const TopLevel = Schema.Struct({
     })
   )
 })
-
-export type MetaColumnsConfig = typeof MetaColumnsConfig.Type
 
 export const DEFAULT_BATCH_SIZE = 10_000
 export const DEFAULT_CHUNK_SIZE = 100_000
