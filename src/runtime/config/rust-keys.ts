@@ -105,6 +105,9 @@ export const rustValueHint = (path: string, value: unknown): string | undefined 
   if (key === "mode" && EXPORT_PATH.test(owner) && value === "cdc") {
     return "mode: cdc is the Rust rivet's change data capture, which Rivet does not have: use mode: incremental with a cursor_column such as updated_at (deleted rows are not seen)"
   }
+  if (key === "compression" && EXPORT_PATH.test(owner) && value === "lz4") {
+    return "lz4 (the Rust rivet's LZ4_RAW) is not available here: use zstd (the default: smaller files, about as fast) or snappy"
+  }
   if (key === "row_hash" && /^exports\[\d+\]\.meta_columns$/.test(owner) && Array.isArray(value)) {
     return "a hash of chosen columns (the Rust rivet's row_hash: [columns]) is not supported: row_hash: true hashes every exported column; select only the columns to cover in the query"
   }
