@@ -9,6 +9,21 @@ const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f]/g
 const chunkText = (column: string, spec: ChunkSpec | null): string =>
   spec === null ? "none" : "nulls" in spec ? `${column} IS NULL` : `${column} ${spec.low}..${spec.high}`
 
+/** Lines this long at most (beyond the label) before the column list wraps. */
+const COLUMNS_WIDTH = 80
+
+/** `3: id int64, note string, …`, wrapped into lines of about COLUMNS_WIDTH characters. */
+const columnsText = (columns: NonNullable<PlannedExport["columns"]>): string => {
+  const lines = [`${columns.length}:`]
+  for (const [index, column] of columns.entries()) {
+    const item = `${column.name} ${column.type}${index < columns.length - 1 ? "," : ""}`
+    const last = lines.length - 1
+    if (lines[last]!.length + 1 + item.length > COLUMNS_WIDTH && index > 0) lines.push(item)
+    else lines[last] = `${lines[last]} ${item}`
+  }
+  return lines.join("\n")
+}
+
 /** Label/value rows of one planned export; multi-line values are indented under their label. */
 const rowsOf = (plan: PlannedExport): Array<[string, string]> => {
   const rows: Array<[string, string]> = [
@@ -38,6 +53,7 @@ const rowsOf = (plan: PlannedExport): Array<[string, string]> => {
   }
   if (plan.statements.length > 1) rows.push(["last statement", plan.statements.at(-1)!])
   if (plan.statements.length > 2) rows.push(["", `(${formatCount(plan.statements.length)} statements; --json lists every one)`])
+  if (plan.columns) rows.push(["columns", columnsText(plan.columns)])
   rows.push(["destination", plan.destination], ["naming", plan.naming])
   for (const notice of plan.notices) rows.push(["note", notice])
   return rows

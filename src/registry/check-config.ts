@@ -1,8 +1,10 @@
 import * as fs from "node:fs/promises"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { missingEnvVariables, type MissingEnvVariable } from "../runtime/config/env-keys.js"
 import { lintConfig, type LintFinding } from "../runtime/config/lint.js"
-import { parseYaml } from "../runtime/config/yaml.js"
+import type { RivetConfig } from "../runtime/config/model.js"
+import { interpolate, parseYaml } from "../runtime/config/yaml.js"
 import { ConfigError } from "../runtime/errors.js"
 import { type LoadOptions, pathSegments, validateConfigFile } from "./load-config.js"
 
@@ -16,34 +18,72 @@ export interface CheckReport {
   readonly exportCount: number
 }
 
-/** `exports[0].compression` → `exports[0].compression (line 12)`, as decoding errors are shown. */
-const lineNumbers = (file: string) =>
+export interface CheckOptions extends LoadOptions {
+  /**
+   * A `*_env` key naming an unset variable is a warning instead of an error (`--allow-missing-env`): for linting,
+   * in CI, configs whose secrets are only set where they run.
+   */
+  readonly allowMissingEnv?: boolean | undefined
+}
+
+/** The file parsed again (after decoding has reported its own problems): for line numbers and the `*_env` keys. */
+const reparse = (file: string) =>
   Effect.tryPromise(() => fs.readFile(file, "utf8")).pipe(
     Effect.flatMap((text) => parseYaml(text, file)),
-    Effect.map((parsed) => (configPath: string) => {
-      const line = parsed.lineOf(pathSegments(configPath))
-      return line === undefined ? configPath : `${configPath} (line ${line})`
-    }),
-    Effect.orElseSucceed(() => (configPath: string) => configPath)
+    Effect.option
   )
+
+const missingEnvMessage = (missing: MissingEnvVariable) =>
+  `names the environment variable ${missing.variable}, which is ${missing.empty ? "empty" : "not set"}: rivet run would fail on it`
 
 /**
  * Reads, decodes and lints a config file without connecting to anything: no source connection, no destination
- * call, no state. Reports every decoding problem at once; lints run only on a config that decodes.
+ * call, no state. Reports every decoding problem at once, with every `*_env` key whose variable is unset; lints
+ * and the config's notices (keys with no effect) come only from a config that decodes.
  */
-export const checkConfigFile = (file: string, options: LoadOptions = {}): Effect.Effect<CheckReport> =>
+export const checkConfigFile = (file: string, options: CheckOptions = {}): Effect.Effect<CheckReport> =>
   Effect.gen(function* () {
     const decoded = yield* validateConfigFile(file, options)
-    if (Either.isLeft(decoded)) return { errors: decoded.left, warnings: [], notes: [], exportCount: 0 }
-    const findings = lintConfig(decoded.right)
-    const withLine = findings.length > 0 ? yield* lineNumbers(file) : (configPath: string) => configPath
-    const located = findings.map((finding) => ({ ...finding, path: withLine(finding.path) }))
+    const parsed = yield* reparse(file)
+    const withLine = (configPath: string) => {
+      const line = parsed._tag === "Some" ? parsed.value.lineOf(pathSegments(configPath)) : undefined
+      return line === undefined ? configPath : `${configPath} (line ${line})`
+    }
+    const resolved =
+      parsed._tag === "Some" ? yield* Effect.option(interpolate(parsed.value.value, options.env ?? process.env)) : undefined
+    const decodeErrors = Either.isLeft(decoded) ? decoded.left : []
+    // A key inside a block that decoding refused (an unknown `notifications:`) or whose value it refused (`url_env`
+    // holding a URL) is reported once, by decoding.
+    const refused = decodeErrors.map((error) => error.path.replace(/ \(line \d+\)$/, ""))
+    const missing = (resolved?._tag === "Some" ? missingEnvVariables(resolved.value, options.env ?? process.env) : []).filter(
+      (variable) => !refused.some((path) => variable.path === path || variable.path.startsWith(`${path}.`) || variable.path.startsWith(`${path}[`))
+    )
+    const envFindings = missing.map(
+      (variable): LintFinding => ({
+        severity: options.allowMissingEnv ? "warning" : "error",
+        path: variable.path,
+        message: missingEnvMessage(variable),
+        hint: options.allowMissingEnv
+          ? `set ${variable.variable} wherever the config runs`
+          : `export ${variable.variable}=… before running; to lint a config whose secrets are only set where it runs (CI), use rivet check --allow-missing-env`
+      })
+    )
+    const config = Either.isRight(decoded) ? decoded.right : undefined
+    const findings = [...envFindings, ...(config ? [...lintConfig(config), ...noticesOf(config)] : [])].map((finding) => ({
+      ...finding,
+      path: withLine(finding.path)
+    }))
+    const findingErrors = findings
+      .filter((finding) => finding.severity === "error")
+      .map((finding) => new ConfigError({ path: finding.path, message: finding.message, hint: finding.hint }))
     return {
-      errors: located
-        .filter((finding) => finding.severity === "error")
-        .map((finding) => new ConfigError({ path: finding.path, message: finding.message, hint: finding.hint })),
-      warnings: located.filter((finding) => finding.severity === "warning"),
-      notes: located.filter((finding) => finding.severity === "note"),
-      exportCount: decoded.right.exports.length
+      errors: [...decodeErrors, ...findingErrors],
+      warnings: findings.filter((finding) => finding.severity === "warning"),
+      notes: findings.filter((finding) => finding.severity === "note"),
+      exportCount: config?.exports.length ?? 0
     }
   })
+
+/** The config's notices (the Rust rivet's scheduling keys, accepted without effect) as notes, in config order. */
+const noticesOf = (config: RivetConfig): ReadonlyArray<LintFinding> =>
+  config.exports.flatMap((spec) => (spec.notices ?? []).map((notice): LintFinding => ({ severity: "note", ...notice })))

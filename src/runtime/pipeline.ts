@@ -180,6 +180,7 @@ const verifyOwnManifest = (ctx: ExportContext, runId: string, written: Uint8Arra
  */
 export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: ExportConfig, options: RunOptions) {
   const reporter = yield* ProgressReporter
+  for (const notice of spec.notices ?? []) yield* reporter.notice(spec.name, `${notice.path}: ${notice.message}`)
   const now = options.now ?? (() => new Date())
   const progress: ExportProgress = {
     exportName: spec.name,

@@ -44,6 +44,12 @@ interface PluginBase<Kind extends string, C, I> {
 // ── Sources ────────────────────────────────────────────────────────────────
 
 /**
+ * An output column of the base query, or the first non-NULL of several columns (SQL `COALESCE(a, b)`: an
+ * incremental cursor with a `cursor_fallback_column`). Only `After`, `AtMost` and `orderBy` take a `Coalesce`.
+ */
+export type ColumnRef = string | { readonly _tag: "Coalesce"; readonly columns: ReadonlyArray<string> }
+
+/**
  * A condition on the rows of an export's base query, rendered by the source in its own dialect. Values are text in
  * the source's input syntax (`keyText` in `src/runtime/key-text.ts` makes them from batch values); the source binds
  * them as parameters, never by string concatenation.
@@ -54,11 +60,11 @@ export type RowFilter =
   /** `column IS NULL` (the extra chunk that keeps rows with a NULL chunk key). */
   | { readonly _tag: "IsNull"; readonly column: string }
   /** Row-wise `(c1, c2, …) > (v1, v2, …)` (incremental cursor, keyset pages). */
-  | { readonly _tag: "After"; readonly columns: ReadonlyArray<string>; readonly values: ReadonlyArray<string> }
+  | { readonly _tag: "After"; readonly columns: ReadonlyArray<ColumnRef>; readonly values: ReadonlyArray<string> }
   /** `column >= value` (time windows). */
   | { readonly _tag: "AtLeast"; readonly column: string; readonly value: string }
   /** `column <= value` (cursor lag, time windows). */
-  | { readonly _tag: "AtMost"; readonly column: string; readonly value: string }
+  | { readonly _tag: "AtMost"; readonly column: ColumnRef; readonly value: string }
 
 /** What one export asks of a source. */
 export interface SourceQuery {
@@ -70,8 +76,8 @@ export interface SourceQuery {
   readonly sql: string
   /** Conditions, all of which a row must meet. */
   readonly where?: ReadonlyArray<RowFilter> | undefined
-  /** Output columns to sort by, ascending. */
-  readonly orderBy?: ReadonlyArray<string> | undefined
+  /** Output columns (or coalesced columns) to sort by, ascending. */
+  readonly orderBy?: ReadonlyArray<ColumnRef> | undefined
   readonly limit?: number | undefined
   /** Present when the export named a table: lets the source read catalog details (e.g. numeric precision). */
   readonly table?: { readonly schema?: string | undefined; readonly name: string } | undefined

@@ -146,6 +146,31 @@ exports:
     expect(result.stdout).toBe(`OK: ${file}: 2 export(s) valid, 2 notes\n`)
   })
 
+  it("an unset or empty variable named by any *_env key is an error naming path and variable; --allow-missing-env warns", async () => {
+    const file = config(`source: { type: postgres, url_env: CHECK_ENV_URL }
+exports:
+  - name: events
+    table: events
+    max_file_size: 256MiB
+    destination: { type: s3, bucket: lake, region: us-east-1, prefix: raw/events, access_key_env: CHECK_ENV_KEY, secret_key_env: CHECK_ENV_SECRET }
+`)
+    const env = { CHECK_ENV_URL: "postgres://u@db/x", CHECK_ENV_KEY: "" }
+    const refused = await runCli(["check", "-c", file], { env })
+    expect(refused.code).toBe(1)
+    expect(linesStarting(refused.stderr, "Error: ")).toEqual([
+      "Error: exports[0].destination.access_key_env (line 6): names the environment variable CHECK_ENV_KEY, which is empty: rivet run would fail on it",
+      "Error: exports[0].destination.secret_key_env (line 6): names the environment variable CHECK_ENV_SECRET, which is not set: rivet run would fail on it"
+    ])
+    expect(refused.stdout).toBe("")
+    const linted = await runCli(["check", "-c", file, "--allow-missing-env"], { env })
+    expect(linted.code, linted.stderr).toBe(0)
+    expect(linesStarting(linted.stderr, "Warning: ")).toHaveLength(2)
+    expect(linted.stdout).toBe(`OK: ${file}: 1 export(s) valid, 2 warnings\n`)
+    const complete = await runCli(["check", "-c", file], { env: { ...env, CHECK_ENV_KEY: "AKIA", CHECK_ENV_SECRET: "s" } })
+    expect(complete.code, complete.stderr).toBe(0)
+    expect(complete.stderr).toBe("")
+  })
+
   it("reports a missing config file as a usage error", async () => {
     const result = await check("/nonexistent/rivet.yaml")
     expect(result.code).toBe(1)

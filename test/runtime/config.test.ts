@@ -83,17 +83,54 @@ describe("config decoding", () => {
       const found = yield* problems({
         ...valid,
         source: { ...valid.source, tuning: { profile: "fast" }, tls: { mode: "verify-full" } },
-        exports: [{ ...valid.exports[0], meta_columns: { exported_at: true }, chunk_by_key: "id" }]
+        exports: [{ ...valid.exports[0], tables: ["a", "b"], chunk_by_key: "id" }]
       })
       const hintOf = (path: string) => found.find((problem) => problem.path === path)?.hint
       expect(hintOf("source.tuning")).toMatch(/Rust rivet; .*batch_size sits on the export/)
       expect(hintOf("source.tls")).toMatch(/sslmode=verify-full/)
-      // Not "did you mean 'key_columns'?": meta_columns has nothing to do with keyset keys.
-      expect(hintOf("exports[0].meta_columns")).toMatch(/Rust rivet; .*in the query/)
+      // Not "did you mean 'table'?": tables captured several tables through one change stream.
+      expect(hintOf("exports[0].tables")).toMatch(/Rust rivet; .*one export per table/)
       expect(hintOf("exports[0].chunk_by_key")).toMatch(/mode: keyset with key_columns/)
       // Other keys, and plugin blocks, keep the generic hint.
       const plugin = yield* problems(withExport({ destination: { type: "fakesink", path: "out", tuning: {} } }))
       expect(plugin[0]?.hint).not.toMatch(/Rust rivet/)
+    }))
+
+  it.effect("decodes what a migrated Rust config keeps: meta columns, a coalesce cursor, chunk attempts, scheduling notices", () =>
+    Effect.gen(function* () {
+      const specOf = (patch: Record<string, unknown>) =>
+        Effect.flatMap(validateConfigValue(withExport(patch), "/tmp", "test.yaml", { plugins }), (result) =>
+          Either.isRight(result) ? Effect.succeed(result.right.exports[0]!) : Effect.die(result.left.map((e) => e.message))
+        )
+      expect((yield* specOf({ meta_columns: ["row_hash", "exported_at"] })).metaColumns).toEqual(["row_hash", "exported_at"])
+      expect((yield* specOf({ meta_columns: { row_hash: true, exported_at: true } })).metaColumns).toEqual(["exported_at", "row_hash"])
+      expect((yield* specOf({ meta_columns: { exported_at: false } })).metaColumns).toEqual([])
+      expect((yield* specOf({})).metaColumns).toEqual([])
+      const incremental = yield* specOf({ mode: "incremental", cursor_column: "updated_at", cursor_fallback_column: "created_at", incremental_cursor_mode: "coalesce" })
+      expect(incremental.mode).toEqual({ kind: "incremental", cursorColumn: "updated_at", fallbackColumn: "created_at" })
+      expect((yield* specOf({ mode: "chunked", chunk_max_attempts: 2 })).mode).toMatchObject({ kind: "chunked", maxAttempts: 2 })
+      expect((yield* specOf({ mode: "keyset", chunk_max_attempts: 1 })).mode).toMatchObject({ kind: "keyset", maxAttempts: 1 })
+      const scheduled = yield* specOf({ wave: 3, parallel_safe: false, source_group: "replica", reconcile_required: true })
+      expect(scheduled.notices?.map((notice) => notice.path)).toEqual([
+        "exports[0].wave",
+        "exports[0].parallel_safe",
+        "exports[0].source_group",
+        "exports[0].reconcile_required"
+      ])
+      expect(scheduled.notices?.[0]?.message).toMatch(/^has no effect in Rivet: it is scheduling advice of the Rust rivet's plan command/)
+      expect((yield* specOf({})).notices).toEqual([])
+    }))
+
+  it.effect("says a missing source is missing, and reports it with the exports' problems in one pass", () =>
+    Effect.gen(function* () {
+      const found = yield* problems({ exports: [{ ...valid.exports[0], batchsize: 5 }], load: {} })
+      expect(found.map((problem) => `${problem.path}: ${problem.message}`)).toEqual([
+        "load: unknown key 'load'",
+        "source: is missing",
+        "exports[0].batchsize: unknown key 'batchsize'"
+      ])
+      expect(found[1]?.hint).toMatch(/source: \{ type: postgres, url_env: DATABASE_URL \}/)
+      expect((yield* problems({ ...valid, source: null })).map((problem) => problem.message)).toEqual(["is missing"])
     }))
 
   it.effect("refuses several parts of a CSV/Parquet export on stdout (chunked, keyset, max_file_size)", () =>

@@ -3,6 +3,7 @@ import * as Either from "effect/Either"
 import type { LogicalType } from "../batch.js"
 import { ConfigError } from "../errors.js"
 import type { FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
+import { advisoryNotices } from "./advisory.js"
 import { decodeBlock, didYouMean, joinPath, knownKeys, unknownKeyError } from "./issues.js"
 import {
   DEFAULT_BATCH_SIZE,
@@ -13,6 +14,8 @@ import {
   type RivetConfig,
   TopLevel
 } from "./model.js"
+import { metaColumnsOf } from "./meta-columns.js"
+import { rustTypeHint } from "./rust-keys.js"
 import { sharedDestination } from "./lint.js"
 import { decodeMode } from "./mode.js"
 
@@ -88,7 +91,7 @@ const decodePluginBlock = <P extends SourcePlugin | SinkPlugin>(
         new ConfigError({
           path: joinPath(path, ["type"]),
           message: `unknown ${what} type '${type}'`,
-          hint: suggestion ? `did you mean '${suggestion}'?` : `available: ${known.join(", ")}`
+          hint: rustTypeHint(what, type, known) ?? (suggestion ? `did you mean '${suggestion}'?` : `available: ${known.join(", ")}`)
         })
       )
       return undefined
@@ -142,7 +145,8 @@ const decodeExport = (
       problems
     )
     if (!decoded) return undefined
-    if ((decoded.table === undefined) === (decoded.query === undefined)) {
+    // `query_file:` (the Rust rivet's) already has an error whose hint says to write query: instead.
+    if ((decoded.table === undefined) === (decoded.query === undefined) && !("query_file" in raw && decoded.table === undefined)) {
       problems.add(
         new ConfigError({
           path,
@@ -176,6 +180,8 @@ const decodeExport = (
         })
       )
     }
+    const { kinds: metaColumns, problems: metaProblems } = metaColumnsOf(decoded.meta_columns, path)
+    problems.add(...metaProblems)
     const { mode, problems: modeProblems } = decodeMode(decoded, path)
     problems.add(...modeProblems)
     // Several parts on one stream are several files back to back: concatenated Parquet files cannot be read, and
@@ -205,6 +211,8 @@ const decodeExport = (
       batchSize: decoded.batch_size ?? DEFAULT_BATCH_SIZE,
       maxFileSize: decoded.max_file_size,
       columnTypes,
+      metaColumns,
+      notices: advisoryNotices(decoded, path),
       format: { plugin: format, config: formatConfig },
       destination
     } satisfies ExportConfig
@@ -220,12 +228,25 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
     const problems = new Problems()
     if (!requireMapping(input.value, "(root)", problems, "with 'source' and 'exports'")) return Either.left(problems.list)
     const top = problems.decode(TopLevel, input.value, "")
-    if (!top) return Either.left(problems.list)
-    if (top.exports.length === 0) {
+    // `source:` with nothing after it is YAML null: as missing as no line at all.
+    const sourceMissing = input.value["source"] === undefined || input.value["source"] === null
+    if (sourceMissing) {
+      problems.add(
+        new ConfigError({
+          path: "source",
+          message: "is missing",
+          hint: "add the database to read, e.g. source: { type: postgres, url_env: DATABASE_URL }"
+        })
+      )
+    }
+    // An unknown or mistyped top-level key (`load:` of the Rust rivet) must not hide the exports' own problems.
+    const exportsList = top?.exports ?? (Array.isArray(input.value["exports"]) ? (input.value["exports"] as ReadonlyArray<unknown>) : undefined)
+    if (exportsList === undefined) return Either.left(problems.list)
+    if (exportsList.length === 0) {
       problems.add(new ConfigError({ path: "exports", message: "at least one export must be defined", hint: undefined }))
     }
-    const source = yield* decodePluginBlock(
-      top.source,
+    const source = sourceMissing ? undefined : yield* decodePluginBlock(
+      input.value["source"],
       "source",
       "source",
       input.plugins.source,
@@ -234,7 +255,7 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
     )
     const exports: Array<ExportConfig> = []
     const seen = new Map<string, number>()
-    for (const [index, raw] of top.exports.entries()) {
+    for (const [index, raw] of exportsList.entries()) {
       const decoded = yield* decodeExport(raw, index, input, problems)
       if (!decoded) continue
       const previous = seen.get(decoded.name)

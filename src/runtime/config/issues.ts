@@ -4,7 +4,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import { ConfigError } from "../errors.js"
 import { nameShapes } from "./expected.js"
-import { rustKeyHint } from "./rust-keys.js"
+import { rustKeyHint, rustValueHint } from "./rust-keys.js"
 
 const PLAIN_KEY = /^[A-Za-z0-9_-]+$/
 
@@ -114,13 +114,14 @@ const mergeAlternatives = (
   const nested = (key: string) => paths.some((other) => other !== key && (other.startsWith(`${key}.`) || other.startsWith(`${key}[`)))
   return [...byPath.entries()].flatMap(([key, all]) => {
     // Likewise a mapping that fails inside a struct alternative (`amount: { type: …, nullable: … }`) also fails the
-    // union's non-struct alternatives (`expected string, actual {…}`): the nested issue is the one to report.
+    // union's non-struct alternatives (`expected string, actual {…}`), and a list that fails inside a list
+    // alternative (`meta_columns: [exported_at, loaded_at]`) the mapping one: the nested issue is the one to report.
     const group =
       all.length > 1 || nested(key)
         ? all.filter(
             (issue) =>
               !issue.message.startsWith("Expected undefined, actual ") &&
-              !(nested(key) && issue._tag === "Type" && /, actual \{/.test(issue.message))
+              !(nested(key) && issue._tag === "Type" && /, actual [{[]/.test(issue.message))
           )
         : all
     const matches = group.map((issue) => (issue._tag === "Type" ? ALTERNATIVE.exec(issue.message) : null))
@@ -148,10 +149,22 @@ export const decodeBlock = <A, I>(
         const key = String(issue.path[issue.path.length - 1])
         return unknownKeyError(joinPath(path, parentPath), key, keysAt(schema, parentPath))
       }
-      return new ConfigError({ path: joinPath(path, issue.path), message: messageOf(issue), hint: splitTypeHint(issue) })
+      const at = joinPath(path, issue.path)
+      return new ConfigError({
+        path: at,
+        message: messageOf(issue),
+        hint: splitTypeHint(issue) ?? rustValueHint(at, valueAtPath(input, issue.path))
+      })
     })
   )
 }
+
+/** The input value at a decoding issue's path (undefined where the path leaves the input). */
+const valueAtPath = (input: unknown, segments: ReadonlyArray<PropertyKey>): unknown =>
+  segments.reduce<unknown>(
+    (value, segment) => (value !== null && typeof value === "object" ? (value as Record<PropertyKey, unknown>)[segment] : undefined),
+    input
+  )
 
 /**
  * `columns: { amount: decimal(18,2) }` is YAML for `{ "amount": "decimal(18", "2)": null }`: a flow mapping splits

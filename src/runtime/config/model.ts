@@ -2,7 +2,10 @@ import * as Schema from "effect/Schema"
 import type { LogicalType } from "../batch.js"
 import type { BatchTransform, FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
 import { DurationMs } from "../duration.js"
+import type { MetaColumnKind } from "../meta-columns.js"
 import { ByteSize } from "../size.js"
+import { ADVISORY_FIELDS, type ConfigNotice } from "./advisory.js"
+import { MetaColumnsConfig } from "./meta-columns.js"
 
 /** A plugin value with its decoded config block. */
 export interface Configured<P> {
@@ -28,7 +31,13 @@ export interface RivetConfig {
 /** How an export selects and splits its rows (docs/modes.md). */
 export type ModeConfig =
   | { readonly kind: "full" }
-  | { readonly kind: "incremental"; readonly cursorColumn: string; readonly cursorLagMs?: number | undefined }
+  | {
+      readonly kind: "incremental"
+      readonly cursorColumn: string
+      /** The cursor is `COALESCE(cursorColumn, fallbackColumn)`: rows whose cursor column is NULL use this one. */
+      readonly fallbackColumn?: string | undefined
+      readonly cursorLagMs?: number | undefined
+    }
   | { readonly kind: "time_window"; readonly timeColumn: string; readonly daysWindow: number }
   | {
       readonly kind: "chunked"
@@ -37,6 +46,8 @@ export type ModeConfig =
       readonly chunkSize: number
       readonly parallel: number
       readonly checkpoint: boolean
+      /** Attempts per chunk before the run fails (default: the retry policy's retries + 1). */
+      readonly maxAttempts?: number | undefined
     }
   | {
       readonly kind: "keyset"
@@ -44,6 +55,8 @@ export type ModeConfig =
       readonly keyColumns?: ReadonlyArray<string> | undefined
       readonly pageSize: number
       readonly checkpoint: boolean
+      /** Attempts per page before the run fails (default: the retry policy's retries + 1). */
+      readonly maxAttempts?: number | undefined
     }
 
 export type ModeKind = ModeConfig["kind"]
@@ -64,6 +77,10 @@ export interface ExportConfig {
   readonly batchSize: number
   readonly maxFileSize?: number | undefined
   readonly columnTypes: ReadonlyMap<string, LogicalType>
+  /** Columns Rivet appends after the source's (`meta_columns:`), in this order. */
+  readonly metaColumns?: ReadonlyArray<MetaColumnKind> | undefined
+  /** What the config says that has no effect (the Rust rivet's scheduling keys), reported by check, plan and run. */
+  readonly notices?: ReadonlyArray<ConfigNotice> | undefined
   readonly format: Configured<FormatPlugin>
   readonly destination: Configured<SinkPlugin>
 }
@@ -178,6 +195,18 @@ export const ExportCore = Schema.Struct({
   cursor_column: Schema.optional(
     ColumnName.annotations({ description: "incremental: the orderable column whose stored maximum marks the position." })
   ),
+  cursor_fallback_column: Schema.optional(
+    ColumnName.annotations({
+      description:
+        "incremental: a second column for rows whose cursor_column is NULL; the cursor becomes COALESCE(cursor_column, cursor_fallback_column) (no output column is added)."
+    })
+  ),
+  incremental_cursor_mode: Schema.optional(
+    Schema.Literal("single_column", "coalesce").annotations({
+      description:
+        "incremental, the Rust rivet's spelling: coalesce needs cursor_fallback_column (which implies it), single_column refuses one."
+    })
+  ),
   cursor_lag: Schema.optional(
     DurationMs.annotations({
       description:
@@ -202,6 +231,12 @@ export const ExportCore = Schema.Struct({
   chunk_checkpoint: Schema.optional(
     Schema.Boolean.annotations({
       description: "chunked/keyset: record each committed chunk or page so `rivet run --resume` continues a failed run."
+    })
+  ),
+  chunk_max_attempts: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be a whole number from 1 to 100" })).annotations({
+      description:
+        "chunked/keyset: attempts per chunk or page when the source fails in a retryable way (connection lost), before the run fails (default 6: the first and 5 retries)."
     })
   ),
   key_columns: Schema.optional(
@@ -259,13 +294,15 @@ export const ExportCore = Schema.Struct({
     })
   ),
   quality: Schema.optional(QualityConfig),
+  meta_columns: Schema.optional(MetaColumnsConfig),
   on_schema_drift: Schema.optional(
     Schema.Literal("warn", "continue", "fail").annotations({
       description:
         "When the output schema differs from the last successful run's: warn (default: report, then accept), continue (accept silently), fail (publish nothing, exit 4)."
     })
   ),
-  destination: Schema.Unknown.annotations({ description: "Where the files go: { type: local | stdout | s3, ... }." })
+  destination: Schema.Unknown.annotations({ description: "Where the files go: { type: local | stdout | s3, ... }." }),
+  ...ADVISORY_FIELDS
 })
 export type ExportCore = typeof ExportCore.Type
 

@@ -1,16 +1,20 @@
 /**
- * Keys of the Rust rivet's config that this Rivet does not have, with what to write instead. A migrated config hits
- * these first; a generic "did you mean" would point at an unrelated key (`meta_columns` → `key_columns`).
+ * Keys and values of the Rust rivet's config that this Rivet does not have, with what to write instead. A migrated
+ * config hits these first; a generic "did you mean" would point at an unrelated key (`tables` → `table`).
+ * Keys this Rivet accepts but ignores (the Rust rivet's scheduling advice) are in advisory.ts.
  */
 const CONNECTION = "write the connection as url: postgres://user:password@host:5432/database (or url_env: VAR naming an environment variable that holds it)"
 const NOT_SUPPORTED = "Rivet has no equivalent"
 
 const TUNING = "Rivet has no tuning: block — batch_size sits on the export; statement_timeout_s and lock_timeout_s on source:"
 
+const LOAD = `Rivet does not load into warehouses: load the exported files with the warehouse's own loader (bq load, Snowflake COPY INTO), taking the file list from each export's manifest.json`
+
 const TOP_LEVEL: Readonly<Record<string, string>> = {
   notifications: `${NOT_SUPPORTED}: act on the exit code (0 ok, 1 config/permanent, 2 retryable, 3 integrity, 4 schema drift)`,
   parallel_exports: `${NOT_SUPPORTED}: exports run in order; use parallel: N inside a mode: chunked export`,
-  parallel_export_processes: `${NOT_SUPPORTED}: exports run in order; use parallel: N inside a mode: chunked export`
+  parallel_export_processes: `${NOT_SUPPORTED}: exports run in order; use parallel: N inside a mode: chunked export`,
+  load: LOAD
 }
 
 const SOURCE: Readonly<Record<string, string>> = {
@@ -23,42 +27,99 @@ const SOURCE: Readonly<Record<string, string>> = {
   password: CONNECTION,
   password_env: CONNECTION,
   url_file: CONNECTION,
-  tls: "put TLS in the URL: ?sslmode=verify-full (certificate checked; a private CA through NODE_EXTRA_CA_CERTS=<pem>) or ?sslmode=require (encrypted, not verified)"
+  tls: "put TLS in the URL: ?sslmode=verify-full (certificate checked; a private CA through NODE_EXTRA_CA_CERTS=<pem>) or ?sslmode=require (encrypted, not verified)",
+  mongo: "MongoDB is not a supported source: Rivet reads PostgreSQL (source.type: postgres); remove the mongo: block"
 }
 
 const EXPORT: Readonly<Record<string, string>> = {
   tuning: TUNING,
-  meta_columns: `${NOT_SUPPORTED}: add the columns in the query, e.g. query: SELECT *, now() AS _rivet_exported_at FROM orders`,
   compression_profile: "use compression: zstd | snappy | gzip | none, and compression_level",
   chunk_by_key: "use mode: keyset with key_columns: [<column>] (page_size rows per page)",
   chunk_count: `${NOT_SUPPORTED}: set chunk_size (key values per chunk)`,
   chunk_dense: `${NOT_SUPPORTED}: set chunk_size (key values per chunk), or use mode: keyset for equal-sized pages`,
   chunk_by_days: `${NOT_SUPPORTED}: chunk on an integer column with chunk_size, or use mode: keyset`,
   chunk_size_memory_mb: `${NOT_SUPPORTED}: set chunk_size (key values per chunk)`,
-  chunk_max_attempts: `${NOT_SUPPORTED}: a failed chunked run with chunk_checkpoint: true is continued with rivet run --resume`,
   keyset_incremental: `${NOT_SUPPORTED}: use mode: incremental with cursor_column for append-only tables`,
-  cursor_fallback_column: `${NOT_SUPPORTED}: export COALESCE(a, b) AS <name> in the query and use it as cursor_column`,
-  incremental_cursor_mode: `${NOT_SUPPORTED}: export COALESCE(a, b) AS <name> in the query and use it as cursor_column`,
   time_column_type: `${NOT_SUPPORTED}: time_column must be a timestamp, timestamptz or date column (convert unix seconds in the query with to_timestamp())`,
   verify: "verification is a command here: rivet validate -c <config>, or rivet run --validate",
   parquet: "the Parquet row group size is row_group_size (rows) on the export",
   partition_by: `${NOT_SUPPORTED}: run one export per partition with a WHERE clause and its own destination`,
   partition_granularity: `${NOT_SUPPORTED}: run one export per partition with a WHERE clause and its own destination`,
-  shape_drift_warn_factor: `${NOT_SUPPORTED}: on_schema_drift covers column name and type changes`
+  shape_drift_warn_factor: `${NOT_SUPPORTED}: on_schema_drift covers column name and type changes`,
+  tables: "Rivet has no change data capture, where tables: captured several tables through one stream: write one export per table, each with table: <name> (and its own destination)",
+  query_file: "Rivet reads a query only from the config: put the SQL in query: (a block scalar, query: |, keeps it on several lines)",
+  target: "it steered the Rust rivet's type report for one warehouse, which Rivet does not have: remove it (the Parquet types Rivet writes are listed in docs/formats/parquet.md)",
+  load: LOAD,
+  cdc: "change data capture is not supported: use mode: incremental with a cursor_column such as updated_at (deleted rows are not seen), and remove the cdc: block"
+}
+
+const DESTINATION: Readonly<Record<string, string>> = {
+  credentials_file:
+    "Rivet's destinations take no credentials file: an s3 destination reads its keys from access_key_env / secret_key_env, a profile of the shared AWS files from aws_profile (AWS_SHARED_CREDENTIALS_FILE moves those files), or the AWS default chain"
+}
+
+const QUALITY: Readonly<Record<string, string>> = {
+  unique_max_entries: `${NOT_SUPPORTED} and none is needed: unique_columns is checked exactly with bounded memory (hashes spill to disk)`
+}
+
+/** `source.type` / `destination.type` values of the Rust rivet, for when no plugin of that type is loaded. */
+const SOURCE_TYPES: Readonly<Record<string, string>> = {
+  mongo: "MongoDB is not a supported source",
+  mssql: "SQL Server is not a supported source",
+  mysql: "MySQL is not a supported source"
+}
+
+const DESTINATION_TYPES: Readonly<Record<string, string>> = {
+  gcs: "there is no gcs destination: write to local or s3, or use a destination plugin (plugins:)",
+  azure: "there is no built-in azure destination: the example package plugins/rivet-sink-azure of the Rivet repository provides type: azure through plugins:"
 }
 
 const lookup = (table: Readonly<Record<string, string>>, key: string): string | undefined =>
   Object.hasOwn(table, key) ? table[key] : undefined
 
+const EXPORT_PATH = /^exports\[\d+\]$/
+
 /**
  * What to write instead of a key of the Rust rivet's config, by where it appears (`""`, `source`, `exports[0]`,
- * `exports[0].destination`), or undefined for any other key — plugin blocks keep the generic hints.
+ * `exports[0].destination`, `exports[0].quality`), or undefined for any other key — plugin blocks keep the generic
+ * hints. A key the block knows (`known`) is never one of these.
  */
 export const rustKeyHint = (path: string, key: string, known: ReadonlyArray<string>): string | undefined => {
+  if (known.includes(key)) return undefined
   if (path === "") return lookup(TOP_LEVEL, key)
   if (path === "source") return lookup(SOURCE, key)
-  if (/^exports\[\d+\]$/.test(path)) return lookup(EXPORT, key)
-  // The Rust rivet's local destination takes prefix: as a fallback for path:.
-  if (/^exports\[\d+\]\.destination$/.test(path) && key === "prefix" && known.includes("path")) return "use path: for a local directory"
+  if (EXPORT_PATH.test(path)) return lookup(EXPORT, key)
+  if (/^exports\[\d+\]\.quality$/.test(path)) return lookup(QUALITY, key)
+  if (/^exports\[\d+\]\.destination$/.test(path)) {
+    // The Rust rivet's local destination takes prefix: as a fallback for path:.
+    if (key === "prefix" && known.includes("path")) return "use path: for a local directory"
+    return lookup(DESTINATION, key)
+  }
   return undefined
+}
+
+/** What to write instead of a value of the Rust rivet's config that fails to decode here (`mode: cdc`), or undefined. */
+export const rustValueHint = (path: string, value: unknown): string | undefined => {
+  const key = /\.([a-z_]+)$/.exec(path)?.[1]
+  const owner = path.slice(0, path.length - (key?.length ?? 0) - 1)
+  if (key === "mode" && EXPORT_PATH.test(owner) && value === "cdc") {
+    return "mode: cdc is the Rust rivet's change data capture, which Rivet does not have: use mode: incremental with a cursor_column such as updated_at (deleted rows are not seen)"
+  }
+  if (key === "compression" && EXPORT_PATH.test(owner) && value === "lz4") {
+    return "lz4 (the Rust rivet's LZ4_RAW) is not available here: use zstd (the default: smaller files, about as fast) or snappy"
+  }
+  if (key === "row_hash" && /^exports\[\d+\]\.meta_columns$/.test(owner) && Array.isArray(value)) {
+    return "a hash of chosen columns (the Rust rivet's row_hash: [columns]) is not supported: row_hash: true hashes every exported column; select only the columns to cover in the query"
+  }
+  return undefined
+}
+
+/**
+ * The hint for a plugin `type` no loaded plugin has, when it names a source or destination of the Rust rivet
+ * (`type: mysql`, `type: gcs`), or undefined. `available` lists the types that are loaded.
+ */
+export const rustTypeHint = (what: string, type: string, available: ReadonlyArray<string>): string | undefined => {
+  const table = what === "source" ? SOURCE_TYPES : what === "destination" ? DESTINATION_TYPES : {}
+  const found = lookup(table, type)
+  return found === undefined ? undefined : `'${type}' is a ${what} type of the Rust rivet; ${found} (available: ${available.join(", ")})`
 }

@@ -1,7 +1,7 @@
 import type * as Effect from "effect/Effect"
 import type { RivetError } from "../errors.js"
 import { runAttempt } from "../modes/attempt.js"
-import type { UnitContext, UnitOutcome } from "../modes/run-unit.js"
+import type { UnitContext, UnitOutcome, UnitWork } from "../modes/run-unit.js"
 import { chunkPartName } from "../naming.js"
 import type { SourceQuery } from "../plugin.js"
 
@@ -34,8 +34,16 @@ export const chunkKeyOf = (naming: ChunkNaming) => {
     chunkPartName(naming.exportName, startedAt, naming.chunk, naming.nonce, naming.extension, part, naming.sizeSplit)
 }
 
+/** The unit a chunk is run as (the same on both sides of a thread boundary). */
+export const chunkUnitWork = (work: ChunkWork): UnitWork => ({
+  query: work.query,
+  keyOf: chunkKeyOf(work.naming),
+  runId: work.runId,
+  runStartedAt: new Date(work.naming.runStartedAt)
+})
+
 /** Runs chunks in the calling thread; a failed attempt takes back what it counted (see runAttempt). */
 export const inProcessRunner =
   (ctx: UnitContext): ChunkRunner =>
   (work) =>
-    runAttempt(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming), runId: work.runId })
+    runAttempt(ctx, chunkUnitWork(work))

@@ -18,7 +18,7 @@ import { FormatDriver, SinkDriver, SourceDriver } from "../plugin.js"
 import type { ExportProgress } from "../progress.js"
 import { decodeError, type EncodedError, encodeFailure } from "./errors.js"
 import type { FromWorker, LaneInit, ProgressDelta, ToWorker } from "./protocol.js"
-import { chunkKeyOf, type ChunkWork } from "./work.js"
+import { chunkUnitWork, type ChunkWork } from "./work.js"
 
 /**
  * A chunk worker thread (started by pool.ts): reads the config file again, builds the export's source (its own
@@ -131,7 +131,7 @@ const program = Effect.gen(function* () {
   // attempt takes back its rows, bytes and parts (runAttempt): the flush sends that as a negative delta, so the
   // main thread, which may run the chunk again, does not count them twice.
   const runChunk = (work: ChunkWork) =>
-    Effect.flatMap(Effect.exit(runAttempt(ctx, { query: work.query, keyOf: chunkKeyOf(work.naming), runId: work.runId })), (exit) =>
+    Effect.flatMap(Effect.exit(runAttempt(ctx, chunkUnitWork(work))), (exit) =>
       Effect.sync(() => {
         flush()
         post(

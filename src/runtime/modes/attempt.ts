@@ -55,10 +55,18 @@ export const runAttempt = (ctx: UnitContext, work: UnitWork): Effect.Effect<Unit
  */
 export const isRetryableSourceError = (error: RivetError): boolean => error._tag === "SourceError" && error.retryable
 
+/** Attempts a chunk or page gets: `chunk_max_attempts`, else the first and every retry of the retry policy. */
+export const unitAttempts = (ctx: Pick<UnitContext, "spec" | "retry">): number => {
+  const mode = ctx.spec.mode
+  const configured = mode.kind === "chunked" || mode.kind === "keyset" ? mode.maxAttempts : undefined
+  return configured ?? ctx.retry.maxRetries + 1
+}
+
 /**
  * Runs a chunk or page again (the same range or start key, the same part names) when it fails with a retryable
- * source error, with the export's retry policy. Each retry is counted in `progress.retries` and announced with a
- * notice; permanent errors, and the failure of the last attempt, fail at once.
+ * source error, with the export's retry policy's delays, up to `unitAttempts` attempts in all. Each retry is
+ * counted in `progress.retries` and announced with a notice; permanent errors, and the failure of the last
+ * attempt, fail at once.
  */
 export const retryUnit = <A>(
   ctx: Pick<UnitContext, "spec" | "progress" | "retry" | "reporter">,
@@ -66,7 +74,7 @@ export const retryUnit = <A>(
   attempt: Effect.Effect<A, RivetError>
 ): Effect.Effect<A, RivetError> =>
   Effect.suspend(() => {
-    const attempts = ctx.retry.maxRetries + 1
+    const attempts = unitAttempts(ctx)
     let failed = 0
     const counted = Effect.tapError(attempt, (error) => {
       if (!isRetryableSourceError(error) || ++failed >= attempts) return Effect.void
@@ -76,5 +84,5 @@ export const retryUnit = <A>(
         `${unit}: attempt ${failed} of ${attempts} failed, retrying: ${error.message}`
       )
     })
-    return withRetry(counted, ctx.retry, () => {}, isRetryableSourceError)
+    return withRetry(counted, { ...ctx.retry, maxRetries: attempts - 1 }, () => {}, isRetryableSourceError)
   })

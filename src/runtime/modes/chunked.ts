@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import type { UnitRecord } from "../../state/store.js"
 import { formatLogicalType } from "../batch.js"
 import { ConfigError, SourceError } from "../errors.js"
-import type { PartRecord } from "../manifest.js"
+import { type PartRecord, schemaEntries } from "../manifest.js"
 import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../lanes/work.js"
 import { chunkAttemptStem, chunkRunStem, makeNonce, partNamePattern } from "../naming.js"
 import type { ChunkSpec, ModePlan } from "../plan/model.js"
@@ -91,7 +91,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
       hint: "choose an integer column, or use mode: keyset (any unique key, including text and composite keys)"
     })
   }
-  const schema = outputSchemaOf(ctx, description.schema)
+  const schema = yield* outputSchemaOf(ctx, description.schema)
   const fingerprint = planFingerprint(ctx, { mode: "chunked", column: column.name, chunkSize: mode.chunkSize })
   const chunkSpecs = Effect.flatMap(bounds(base, column.name), (range) =>
     planChunks(ctx, column.name, mode.chunkSize, range)
@@ -102,6 +102,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
     const ranges = yield* chunkSpecs
     return {
       ...planHeader(ctx, fingerprint),
+      columns: schemaEntries(schema),
       statements: ranges.map((spec) => statementOf(ctx, queryOf(spec))),
       estimated_rows: yield* estimateOf(ctx, base),
       chunks: {

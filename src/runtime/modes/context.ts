@@ -5,6 +5,7 @@ import type { StateStoreShape } from "../../state/store.js"
 import type { BatchSchema } from "../batch.js"
 import type { ExportConfig } from "../config/model.js"
 import { ConfigError, type RivetError, type SourceError } from "../errors.js"
+import { withMetaColumns } from "../meta-columns.js"
 import type { ChunkRunner } from "../lanes/work.js"
 import type { QualityGates } from "../quality/gates.js"
 import type {
@@ -94,8 +95,14 @@ export const requireColumn = (
       )
 }
 
-/** The schema the export writes: the source's, or what the program's transform makes of it. */
-export const outputSchemaOf = (ctx: ExportContext, sourceSchema: BatchSchema): BatchSchema =>
-  ctx.spec.transform
+/**
+ * The schema the export writes: the source's, or what the program's transform makes of it, followed by the meta
+ * columns (`meta_columns:`) — failing when one of them would repeat a column's name.
+ */
+export const outputSchemaOf = (ctx: Pick<ExportContext, "spec">, sourceSchema: BatchSchema): Effect.Effect<BatchSchema, ConfigError> => {
+  const transformed = ctx.spec.transform
     ? ctx.spec.transform({ schema: sourceSchema, batches: Stream.empty as Stream.Stream<never, SourceError> }).schema
     : sourceSchema
+  const output = withMetaColumns(ctx.spec, transformed)
+  return output instanceof ConfigError ? Effect.fail(output) : Effect.succeed(output)
+}

@@ -2,8 +2,8 @@ import { sha256Hex } from "../manifest.js"
 import type { ExportContext } from "./context.js"
 
 /**
- * What a checkpointed run's plan depends on. A resume with a different query, key, split size, format or
- * destination would mix parts of two different exports under one manifest, so it is refused.
+ * What a checkpointed run's plan depends on. A resume with a different query, key, split size, format, meta
+ * columns or destination would mix parts of two different exports under one manifest, so it is refused.
  */
 export const planFingerprint = (ctx: ExportContext, details: Readonly<Record<string, unknown>>): string =>
   `sha256:${sha256Hex(
@@ -15,6 +15,8 @@ export const planFingerprint = (ctx: ExportContext, details: Readonly<Record<str
       extension: ctx.format.extension,
       destination: ctx.sink.uri(),
       maxFileSize: ctx.spec.maxFileSize ?? null,
+      // Only when set, so that the fingerprints of runs recorded before meta columns existed stay the same.
+      ...((ctx.spec.metaColumns ?? []).length > 0 ? { metaColumns: ctx.spec.metaColumns } : {}),
       ...details
     })
   )}`

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import { formatLogicalType } from "../batch.js"
 import { ConfigError, SourceError } from "../errors.js"
 import { isOrderable } from "../key-text.js"
-import type { PartRecord } from "../manifest.js"
+import { type PartRecord, schemaEntries } from "../manifest.js"
 import { pagePartName, pageRunStem, partNamePattern } from "../naming.js"
 import type { ModePlan } from "../plan/model.js"
 import type { SourceQuery } from "../plugin.js"
@@ -46,7 +46,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
       })
     }
   }
-  const schema = outputSchemaOf(ctx, description.schema)
+  const schema = yield* outputSchemaOf(ctx, description.schema)
   const fingerprint = planFingerprint(ctx, { mode: "keyset", keys, pageSize: mode.pageSize })
   const pageQuery = (after: ReadonlyArray<string> | undefined): SourceQuery => ({
     ...base,
@@ -74,6 +74,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
     yield* refuseNullKeys
     return {
       ...planHeader(ctx, fingerprint),
+      columns: schemaEntries(schema),
       statements: [statementOf(ctx, pageQuery(undefined))],
       estimated_rows: yield* estimateOf(ctx, base),
       pages: { key_columns: keys, page_size: mode.pageSize },
@@ -113,6 +114,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
             query,
             runId: journal.runId,
             track: keys,
+            runStartedAt: journal.startedAt,
             keyOf: (part) =>
               pagePartName(spec.name, journal.startedAt, current, ctx.format.extension, part, spec.maxFileSize !== undefined)
           })

@@ -1,8 +1,10 @@
 import * as Effect from "effect/Effect"
-import type { SourceError } from "../errors.js"
+import type { BatchSchema } from "../batch.js"
+import type { ConfigError, SourceError } from "../errors.js"
+import { schemaEntries } from "../manifest.js"
 import type { ModePlan } from "../plan/model.js"
 import type { SourceQuery } from "../plugin.js"
-import type { ExportContext } from "./context.js"
+import { baseQuery, type ExportContext, outputSchemaOf } from "./context.js"
 
 /**
  * The statement a query runs, parameters inline, for plans and run reports. A source without `render` shows its
@@ -28,3 +30,21 @@ export const planHeader = (
   source: ctx.source.displayUrl,
   destination: ctx.sink.uri()
 })
+
+/**
+ * The columns a plan shows: the output schema the mode resolved already, else the base query described now — the
+ * same resolution a run makes, so a column the run would refuse (an unbounded numeric, an override that does not
+ * fit) fails the plan too. Undefined when the source cannot describe queries (it runs `mode: full` only).
+ */
+export const plannedColumns = (
+  ctx: ExportContext,
+  resolved: BatchSchema | undefined
+): Effect.Effect<ModePlan["columns"], SourceError | ConfigError> => {
+  if (resolved !== undefined) return Effect.succeed(schemaEntries(resolved))
+  const { describe } = ctx.source
+  if (describe === undefined) return Effect.succeed(undefined)
+  return describe(baseQuery(ctx.spec)).pipe(
+    Effect.flatMap((description) => outputSchemaOf(ctx, description.schema)),
+    Effect.map(schemaEntries)
+  )
+}

@@ -1,11 +1,12 @@
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { type Batch, type BatchSchema, valueAt } from "../batch.js"
+import { type Batch, type BatchSchema, type Value, valueAt } from "../batch.js"
 import { encodeParts, encodeRenderedParts, type PartPiece } from "../encode-parts.js"
-import { type RivetError, SourceError } from "../errors.js"
+import { ConfigError, type RivetError, SourceError } from "../errors.js"
 import { keyText } from "../key-text.js"
 import type { PartRecord } from "../manifest.js"
-import type { RenderedOrBatches, SourceQuery } from "../plugin.js"
+import { metaColumnsAppender, withMetaColumns } from "../meta-columns.js"
+import type { ColumnRef, RenderedOrBatches, SourceQuery } from "../plugin.js"
 import { uploadParts } from "../upload-parts.js"
 import type { ExportContext } from "./context.js"
 
@@ -22,8 +23,13 @@ export interface UnitWork {
   readonly keyOf: (part: number) => string
   /** The run the unit belongs to (formats may record it in each part). */
   readonly runId: string
-  /** Source columns whose last non-NULL value (in result order) the unit reports, as source text. */
-  readonly track?: ReadonlyArray<string> | undefined
+  /** When the run started: the value of the `exported_at` meta column. */
+  readonly runStartedAt: Date
+  /**
+   * Source columns (or coalesced columns) whose last non-NULL value (in result order) the unit reports, as source
+   * text.
+   */
+  readonly track?: ReadonlyArray<ColumnRef> | undefined
 }
 
 export interface UnitOutcome {
@@ -37,10 +43,12 @@ export interface UnitOutcome {
   readonly last: ReadonlyArray<string | undefined>
 }
 
-/** Remembers the last non-NULL value of some columns as batches pass by. */
-const makeTracker = (ctx: UnitContext, schema: BatchSchema, columns: ReadonlyArray<string>) => {
-  const indexes = columns.map((name) => schema.columns.findIndex((column) => column.name === name))
-  const missing = columns.filter((_, i) => indexes[i]! < 0)
+const refColumns = (ref: ColumnRef): ReadonlyArray<string> => (typeof ref === "string" ? [ref] : ref.columns)
+
+/** Remembers the last non-NULL value of some columns (a coalesced one: the first of its columns not NULL) as batches pass by. */
+const makeTracker = (ctx: UnitContext, schema: BatchSchema, refs: ReadonlyArray<ColumnRef>) => {
+  const indexesOf = (ref: ColumnRef) => refColumns(ref).map((name) => schema.columns.findIndex((column) => column.name === name))
+  const missing = refs.flatMap(refColumns).filter((name) => !schema.columns.some((column) => column.name === name))
   if (missing.length > 0) {
     return Effect.fail(
       new SourceError({
@@ -51,15 +59,20 @@ const makeTracker = (ctx: UnitContext, schema: BatchSchema, columns: ReadonlyArr
       })
     )
   }
-  const last: Array<string | undefined> = columns.map(() => undefined)
+  const tracked = refs.map(indexesOf)
+  const last: Array<string | undefined> = refs.map(() => undefined)
   const observe = (batch: Batch) => {
-    indexes.forEach((index, i) => {
-      const column = batch.columns[index]!
-      const type = schema.columns[index]!.type
-      for (let row = column.length - 1; row >= 0; row--) {
-        const value = valueAt(column, type, row)
+    tracked.forEach((indexes, i) => {
+      for (let row = batch.rowCount - 1; row >= 0; row--) {
+        let value: Value = null
+        let index = -1
+        for (const candidate of indexes) {
+          value = valueAt(batch.columns[candidate]!, schema.columns[candidate]!.type, row)
+          index = candidate
+          if (value !== null) break
+        }
         if (value === null) continue
-        last[i] = keyText(type, value)
+        last[i] = keyText(schema.columns[index]!.type, value)
         return
       }
     })
@@ -75,6 +88,7 @@ const mayRender = (ctx: UnitContext, work: UnitWork): boolean =>
   ctx.format.rendered !== undefined &&
   ctx.source.openRendered !== undefined &&
   ctx.spec.transform === undefined &&
+  (ctx.spec.metaColumns ?? []).length === 0 &&
   !(ctx.gates?.needsValues ?? false) &&
   (work.track ?? []).length === 0
 
@@ -83,6 +97,19 @@ const openUnit = (ctx: UnitContext, work: UnitWork) =>
   mayRender(ctx, work)
     ? ctx.source.openRendered!(work.query, ctx.format.rendered!.dialect)
     : Effect.map(ctx.source.open(work.query), (result): RenderedOrBatches => ({ _tag: "Batches", result }))
+
+/** The transform's output with the export's meta columns appended to its schema and to every batch. */
+const withMeta = (
+  ctx: UnitContext,
+  work: UnitWork,
+  transformed: { readonly schema: BatchSchema; readonly batches: Stream.Stream<Batch, RivetError> }
+) => {
+  if ((ctx.spec.metaColumns ?? []).length === 0) return Effect.succeed(transformed)
+  const schema = withMetaColumns(ctx.spec, transformed.schema)
+  if (schema instanceof ConfigError) return Effect.fail(schema)
+  const append = metaColumnsAppender(ctx.spec, work.runStartedAt, schema)
+  return Effect.succeed({ schema, batches: Stream.map(transformed.batches, append) })
+}
 
 /**
  * Runs one unit: opens the query, passes the batches through the program's transform, encodes them into parts
@@ -145,9 +172,10 @@ export const runUnit = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOut
           })
         )
       )
-      const output = ctx.spec.transform
+      const transformed = ctx.spec.transform
         ? ctx.spec.transform({ schema: result.schema, batches: observed })
         : { schema: result.schema, batches: observed }
+      const output = yield* withMeta(ctx, work, transformed)
       yield* ctx.checkSchema(output.schema)
       yield* ctx.format.validate(output.schema)
       const { gates } = ctx

@@ -1,15 +1,15 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { RowFilter, SourceQuery } from "../plugin.js"
-import { formatLogicalType } from "../batch.js"
+import type { ColumnRef, RowFilter, SourceQuery } from "../plugin.js"
+import { type BatchSchema, formatLogicalType } from "../batch.js"
 import { ConfigError } from "../errors.js"
 import { instantText, isOrderable, isTemporal } from "../key-text.js"
 import { partNamePattern, singleRunnerPartName } from "../naming.js"
 import type { ModePlan } from "../plan/model.js"
-import { baseQuery, type ExportContext, planningPrimitives, requireColumn } from "./context.js"
+import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
 import { planFingerprint } from "./fingerprint.js"
 import type { ModeOutcome, PreparedMode, RunJournal } from "./mode.js"
-import { estimateOf, planHeader, statementOf } from "./planning.js"
+import { estimateOf, planHeader, plannedColumns, statementOf } from "./planning.js"
 import { runUnit } from "./run-unit.js"
 
 const DAY_MS = 86_400_000
@@ -21,7 +21,9 @@ interface SingleSetup {
   readonly queryOf: (plan?: ModePlan) => SourceQuery
   /** What the plan shows besides the statement (cursor position, window). */
   readonly details: Pick<ModePlan, "cursor" | "window">
-  readonly track: ReadonlyArray<string>
+  /** The output schema when preparing described the query already; otherwise the plan describes it. */
+  readonly schema?: BatchSchema | undefined
+  readonly track: ReadonlyArray<ColumnRef>
   readonly cursorOf?: (last: ReadonlyArray<string | undefined>) => ModeOutcome["cursor"]
 }
 
@@ -31,9 +33,11 @@ const singleRun = (ctx: ExportContext, setup: SingleSetup): PreparedMode => ({
   planFingerprint: setup.fingerprint,
   plan: Effect.gen(function* () {
     const query = setup.queryOf()
+    const columns = yield* plannedColumns(ctx, setup.schema)
     return {
       ...planHeader(ctx, setup.fingerprint),
       statements: [statementOf(ctx, query)],
+      ...(columns ? { columns } : {}),
       estimated_rows: yield* estimateOf(ctx, query),
       ...setup.details,
       naming: partNamePattern("single", ctx.spec.name, ctx.format.extension, ctx.spec.maxFileSize !== undefined)
@@ -48,6 +52,7 @@ const singleRun = (ctx: ExportContext, setup: SingleSetup): PreparedMode => ({
         query,
         runId: journal.runId,
         track: setup.track,
+        runStartedAt: journal.startedAt,
         keyOf: (part) => {
           openedAt ??= ctx.now()
           return singleRunnerPartName(spec.name, openedAt, format.extension, part, spec.maxFileSize !== undefined)
@@ -83,7 +88,8 @@ export const prepareIncremental = Effect.fn("Modes.incremental")(function* (ctx:
   if (mode.kind !== "incremental") return yield* Effect.die("not an incremental export")
   const { describe } = yield* planningPrimitives(ctx)
   const base = baseQuery(ctx.spec)
-  const column = yield* requireColumn(ctx, yield* describe(base), mode.cursorColumn, "cursor_column")
+  const description = yield* describe(base)
+  const column = yield* requireColumn(ctx, description, mode.cursorColumn, "cursor_column")
   const type = formatLogicalType(column.type)
   if (!isOrderable(column.type)) {
     return yield* new ConfigError({
@@ -92,15 +98,32 @@ export const prepareIncremental = Effect.fn("Modes.incremental")(function* (ctx:
       hint: "use an integer, decimal, text, uuid, date or timestamp column"
     })
   }
+  // With a fallback the cursor is COALESCE(cursor, fallback): in the filter, the order and the stored position,
+  // which is labelled with the expression so that a change of either column starts a new cursor.
+  let cursorRef: ColumnRef = column.name
+  let label = column.name
+  if (mode.fallbackColumn !== undefined) {
+    const fallback = yield* requireColumn(ctx, description, mode.fallbackColumn, "cursor_fallback_column")
+    if (formatLogicalType(fallback.type) !== type) {
+      return yield* new ConfigError({
+        path: `export '${ctx.spec.name}'.cursor_fallback_column`,
+        message: `column '${fallback.name}' is ${formatLogicalType(fallback.type)} but cursor_column '${column.name}' is ${type}: the coalesced cursor needs one type`,
+        hint: `cast one of them in the query, e.g. SELECT …, ${fallback.name}::${column.sourceType ?? type} AS ${fallback.name}`
+      })
+    }
+    cursorRef = { _tag: "Coalesce", columns: [column.name, fallback.name] }
+    label = `COALESCE(${column.name}, ${fallback.name})`
+  }
+  const schema = yield* outputSchemaOf(ctx, description.schema)
   const stored = yield* ctx.state.cursor(ctx.spec.name)
   const previous = Option.getOrUndefined(stored)
   let after: string | null = null
-  if (previous?.column === column.name) {
+  if (previous?.column === label) {
     after = previous.value
   } else if (previous !== undefined) {
     yield* ctx.reporter.notice(
       ctx.spec.name,
-      `the stored cursor is on column '${previous.column}', not '${column.name}': exporting every row once and starting a new cursor`
+      `the stored cursor is on column '${previous.column}', not '${label}': exporting every row once and starting a new cursor`
     )
   }
   let until: string | null = null
@@ -114,25 +137,26 @@ export const prepareIncremental = Effect.fn("Modes.incremental")(function* (ctx:
     }
     until = instantText(column.type, new Date(ctx.now().getTime() - mode.cursorLagMs))
   }
-  const cursor = { column: column.name, stored: previous ?? null, after, until }
+  const cursor = { column: label, stored: previous ?? null, after, until }
   return singleRun(ctx, {
-    fingerprint: planFingerprint(ctx, { mode: "incremental", cursorColumn: column.name, cursorLagMs: mode.cursorLagMs ?? null }),
+    fingerprint: planFingerprint(ctx, { mode: "incremental", cursorColumn: label, cursorLagMs: mode.cursorLagMs ?? null }),
     // A plan's bounds were computed when it was made; `run --plan` has checked its stored cursor is still the same.
     queryOf: (plan) => {
       const bounds = plan?.cursor ?? cursor
       const where: Array<RowFilter> = []
-      if (bounds.after !== null) where.push({ _tag: "After", columns: [column.name], values: [bounds.after] })
-      if (bounds.until !== null) where.push({ _tag: "AtMost", column: column.name, value: bounds.until })
-      return { ...base, where, orderBy: [column.name] }
+      if (bounds.after !== null) where.push({ _tag: "After", columns: [cursorRef], values: [bounds.after] })
+      if (bounds.until !== null) where.push({ _tag: "AtMost", column: cursorRef, value: bounds.until })
+      return { ...base, where, orderBy: [cursorRef] }
     },
     details: { cursor },
-    track: [column.name],
+    schema,
+    track: [cursorRef],
     cursorOf: ([last]) =>
       last === undefined
-        ? previous?.column === column.name
+        ? previous?.column === label
           ? previous
           : undefined
-        : { column: column.name, value: last, type }
+        : { column: label, value: last, type }
   })
 })
 
@@ -142,7 +166,8 @@ export const prepareTimeWindow = Effect.fn("Modes.timeWindow")(function* (ctx: E
   if (mode.kind !== "time_window") return yield* Effect.die("not a time_window export")
   const { describe } = yield* planningPrimitives(ctx)
   const base = baseQuery(ctx.spec)
-  const column = yield* requireColumn(ctx, yield* describe(base), mode.timeColumn, "time_column")
+  const description = yield* describe(base)
+  const column = yield* requireColumn(ctx, description, mode.timeColumn, "time_column")
   if (!isTemporal(column.type)) {
     return yield* new ConfigError({
       path: `export '${ctx.spec.name}'.time_column`,
@@ -166,6 +191,7 @@ export const prepareTimeWindow = Effect.fn("Modes.timeWindow")(function* (ctx: E
       }
     },
     details: { window },
+    schema: yield* outputSchemaOf(ctx, description.schema),
     track: []
   })
 })

@@ -48,7 +48,7 @@ const readingState = (config: RivetConfig, env: Env): Layer.Layer<StateStore, St
 /** Plans one export: its mode resolved against the source and its plan made — the destination is never touched. */
 const planExport = (spec: ExportConfig, now: () => Date) =>
   Effect.gen(function* () {
-    const notices: Array<string> = []
+    const notices: Array<string> = (spec.notices ?? []).map((notice) => `${notice.path}: ${notice.message}`)
     const reporter: ProgressReporterShape = {
       started: () => Effect.void,
       tick: () => Effect.void,

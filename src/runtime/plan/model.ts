@@ -56,6 +56,11 @@ export const PlannedExport = Schema.Struct({
   source: Schema.String,
   /** The statements, parameters inline: one per chunk; keyset: the first page's. */
   statements: Schema.Array(Schema.String),
+  /**
+   * The columns the export writes, with their logical types (meta columns included), as the source resolves them
+   * for a run. Absent when the source cannot describe a query without running it.
+   */
+  columns: Schema.optional(Schema.Array(Schema.Struct({ name: Schema.String, type: Schema.String }))),
   /** From catalog statistics (`null`: unknown, e.g. a table never analyzed). */
   estimated_rows: Schema.NullOr(Schema.Number),
   cursor: Schema.optional(PlannedCursor),

@@ -1,4 +1,4 @@
-import type { RowFilter, SourceQuery } from "../../runtime/plugin.js"
+import type { ColumnRef, RowFilter, SourceQuery } from "../../runtime/plugin.js"
 
 /** A statement ready for the extended protocol: every value is a text parameter (`$1`, `$2`, …). */
 export interface Statement {
@@ -17,6 +17,10 @@ export const quoteLiteral = (value: string): string => `'${value.replace(/'/g, "
  * are both doubled inside an escape string. For statements that cannot take parameters (COPY).
  */
 export const quoteEscapedLiteral = (value: string): string => `E'${value.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`
+
+/** A column, or `COALESCE("a", "b")` for a coalesced one. */
+const renderRef = (ref: ColumnRef): string =>
+  typeof ref === "string" ? quoteIdent(ref) : `COALESCE(${ref.columns.map(quoteIdent).join(", ")})`
 
 const isPlain = (query: SourceQuery): boolean =>
   (query.where ?? []).length === 0 && (query.orderBy ?? []).length === 0 && query.limit === undefined
@@ -80,10 +84,10 @@ const renderFilter = (filter: RowFilter, bind: (value: string) => string): strin
     case "AtLeast":
       return `${quoteIdent(filter.column)} >= ${bind(filter.value)}`
     case "AtMost":
-      return `${quoteIdent(filter.column)} <= ${bind(filter.value)}`
+      return `${renderRef(filter.column)} <= ${bind(filter.value)}`
     case "After": {
-      if (filter.columns.length === 1) return `${quoteIdent(filter.columns[0]!)} > ${bind(filter.values[0]!)}`
-      const columns = filter.columns.map(quoteIdent).join(", ")
+      if (filter.columns.length === 1) return `${renderRef(filter.columns[0]!)} > ${bind(filter.values[0]!)}`
+      const columns = filter.columns.map(renderRef).join(", ")
       const values = filter.values.map(bind).join(", ")
       return `(${columns}) > (${values})`
     }
@@ -97,7 +101,7 @@ const render = (query: SourceQuery, bind: (value: string) => string): string => 
   return [
     `SELECT * FROM (${stripTerminator(query.sql)}\n) AS _rivet`,
     ...(where.length > 0 ? [`WHERE ${where.join(" AND ")}`] : []),
-    ...(orderBy.length > 0 ? [`ORDER BY ${orderBy.map(quoteIdent).join(", ")}`] : []),
+    ...(orderBy.length > 0 ? [`ORDER BY ${orderBy.map(renderRef).join(", ")}`] : []),
     ...(query.limit !== undefined ? [`LIMIT ${query.limit}`] : [])
   ].join(" ")
 }

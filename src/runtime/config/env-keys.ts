@@ -1,0 +1,39 @@
+import { joinPath } from "./issues.js"
+
+/** An environment variable a `*_env` key names that the environment does not provide. */
+export interface MissingEnvVariable {
+  /** The key's config path, e.g. `source.url_env` or `exports[1].destination.secret_key_env`. */
+  readonly path: string
+  readonly variable: string
+  readonly empty: boolean
+}
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/**
+ * Every key named `*_env` (the convention of every block, built-in or plugin: `url_env`, `access_key_env`, …) whose
+ * value names an environment variable that is unset or empty — run would fail on it when it connects. A value that
+ * is not a variable name is left to the block's own decoding, which reports it.
+ */
+export const missingEnvVariables = (
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>
+): ReadonlyArray<MissingEnvVariable> => {
+  const found: Array<MissingEnvVariable> = []
+  const walk = (node: unknown, path: string): void => {
+    if (Array.isArray(node)) {
+      node.forEach((item, index) => walk(item, joinPath(path, [index])))
+      return
+    }
+    if (node === null || typeof node !== "object") return
+    for (const [key, child] of Object.entries(node)) {
+      const at = joinPath(path, [key])
+      if (key.endsWith("_env") && typeof child === "string" && VARIABLE_NAME.test(child)) {
+        const set = env[child]
+        if (set === undefined || set === "") found.push({ path: at, variable: child, empty: set === "" })
+      } else walk(child, at)
+    }
+  }
+  walk(value, "")
+  return found
+}
