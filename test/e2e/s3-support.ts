@@ -24,6 +24,7 @@ export interface ExportSpec {
   readonly format?: string
   readonly max_file_size?: string
   readonly mode?: string
+  readonly cursor_column?: string
   readonly chunk_column?: string
   readonly chunk_size?: number
   readonly parallel?: number
