@@ -28,7 +28,8 @@ export const validateAfterRun = (
       if (run._tag !== "success" || run.result.status !== "success" || run.result.manifest === undefined) continue
       const spec = config.exports.find((candidate) => candidate.name === run.result.exportName)
       if (spec === undefined) continue
-      const outcome = yield* Effect.either(validateExport(config, spec))
+      // This run's parts only: the earlier runs' were checked when they ran (`rivet validate` checks them all).
+      const outcome = yield* Effect.either(validateExport(config, spec, { runs: [run.result.runId] }))
       if (outcome._tag === "Left") {
         errors.push(outcome.left)
         continue
@@ -41,6 +42,7 @@ export const validateAfterRun = (
             time: new Date().toISOString(),
             export: validation.exportName,
             ok: failures(validation).length === 0,
+            runs: validation.runs,
             parts: validation.parts,
             rows: validation.rows,
             findings: validation.findings

@@ -16,13 +16,17 @@ export const renderFinding = (exportName: string, item: Finding): string =>
     "?"
   )
 
-/** The closing line of a clean export (`OK   orders: 3 parts, 120,000 rows verified`), or undefined if it failed. */
+/**
+ * The closing line of a clean export (`OK   orders: 3 parts, 120,000 rows verified`; with several kept runs
+ * `OK   orders: 10 runs, 30 parts, 1,200,000 rows verified`), or undefined if it failed.
+ */
 export const renderVerdict = (validation: ExportValidation): string | undefined => {
   if (failures(validation).length > 0) return undefined
   const warned = warnings(validation).length
   const tail = warned > 0 ? ` (${plural(warned, "warning")})` : ""
   if (!validation.verifiable) return `SKIP ${validation.exportName}: nothing to validate${tail}`
-  return `OK   ${validation.exportName}: ${plural(validation.parts, "part")}, ${plural(validation.rows, "row")} verified${tail}`
+  const runs = validation.runs > 1 ? `${plural(validation.runs, "run")}, ` : ""
+  return `OK   ${validation.exportName}: ${runs}${plural(validation.parts, "part")}, ${plural(validation.rows, "row")} verified${tail}`
 }
 
 /**
@@ -87,6 +91,7 @@ export const jsonReport = (results: ReadonlyArray<ExportValidationResult>, stric
             export: result.validation.exportName,
             uri: result.validation.uri,
             status: failures(result.validation).length > 0 ? "failed" : result.validation.verifiable ? "ok" : "skipped",
+            runs: result.validation.runs,
             parts: result.validation.parts,
             rows: result.validation.rows,
             findings: result.validation.findings

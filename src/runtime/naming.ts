@@ -100,3 +100,43 @@ export const makeNonce = (): string => randomBytes(8).toString("hex")
 
 export const MANIFEST_KEY = "manifest.json"
 export const SUCCESS_KEY = "_SUCCESS"
+/** Every run's manifest is kept under this folder of the destination, named by its run id. */
+export const KEPT_MANIFESTS_DIR = "_manifests/"
+
+/** The names of one export's markers at its destination (docs/cloud-destinations.md#markers). */
+export interface MarkerKeys {
+  /** The latest published run's manifest. */
+  readonly manifest: string
+  /** `sha256:<hex of the manifest bytes>\n`, written last. */
+  readonly success: string
+  /** The kept copy of a run's manifest: `_manifests/{run_id}.json`, byte for byte what `manifest` held. */
+  readonly kept: (runId: string) => string
+  /** The run id a key names when it is one of this export's kept manifests, or undefined. */
+  readonly keptRunId: (key: string) => string | undefined
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&")
+
+/**
+ * An export alone at its destination keeps the names of the single-export layout (`manifest.json`, `_SUCCESS`);
+ * exports sharing one destination each get their own (`{export}.manifest.json`, `_SUCCESS.{export}`). Kept manifests
+ * are `_manifests/{run_id}.json` in both layouts: a run id is the export name and a tail of fixed shape
+ * (`_{YYYYMMDD}T{HHMMSS}.{mmm}`, `-{4 hex}` when two runs started in one millisecond), so matched whole, one
+ * export's kept manifests can never be mistaken for another's.
+ */
+export const markerKeys = (exportName: string, sharedDestination: boolean): MarkerKeys => {
+  const kept = new RegExp(`^${escapeRegExp(KEPT_MANIFESTS_DIR)}(${escapeRegExp(exportName)}_\\d{8}T\\d{6}\\.\\d{3}(?:-[0-9a-f]{4})?)\\.json$`)
+  return {
+    manifest: sharedDestination ? `${exportName}.${MANIFEST_KEY}` : MANIFEST_KEY,
+    success: sharedDestination ? `${SUCCESS_KEY}.${exportName}` : SUCCESS_KEY,
+    kept: (runId) => `${KEPT_MANIFESTS_DIR}${runId}.json`,
+    keptRunId: (key) => kept.exec(key)?.[1]
+  }
+}
+
+/**
+ * What every data part of an export starts with: `{export}_{YYYYMMDD}_{HHMMSS}` or `{export}_{YYYYMMDD}T{HHMMSS}`
+ * (the date and time captured). Validation counts an object as this export's when its key matches.
+ */
+export const partNameStart = (exportName: string): RegExp =>
+  new RegExp(`^${escapeRegExp(exportName)}_(\\d{4})(\\d{2})(\\d{2})[_T](\\d{2})(\\d{2})(\\d{2})`)

@@ -24,7 +24,7 @@ import { prepareKeyset } from "./modes/keyset.js"
 import type { ModeOutcome, PreparedMode, RunJournal } from "./modes/mode.js"
 import { prepareFull, prepareIncremental, prepareTimeWindow } from "./modes/single.js"
 import { makeDriftCheck } from "./modes/drift.js"
-import { MANIFEST_KEY, SUCCESS_KEY } from "./naming.js"
+import { markerKeys } from "./naming.js"
 import type { ModePlan } from "./plan/model.js"
 import { checkPlannedExport } from "./plan/verify.js"
 import { QualityGates } from "./quality/gates.js"
@@ -156,7 +156,8 @@ const verifyOwnManifest = (ctx: ExportContext, runId: string, written: Uint8Arra
   Effect.gen(function* () {
     const { read } = ctx.sink
     if (read === undefined) return
-    const chunks = yield* withRetry(Stream.runCollect(read(MANIFEST_KEY)), ctx.retry, () => {
+    const keys = markerKeys(ctx.spec.name, ctx.spec.sharedDestination === true)
+    const chunks = yield* withRetry(Stream.runCollect(read(keys.manifest)), ctx.retry, () => {
       ctx.progress.retries++
     })
     const bytes = Buffer.concat([...chunks])
@@ -166,8 +167,8 @@ const verifyOwnManifest = (ctx: ExportContext, runId: string, written: Uint8Arra
       Effect.orElseSucceed(() => "unreadable bytes")
     )
     return yield* new IntegrityError({
-      message: `export '${ctx.spec.name}': ${MANIFEST_KEY} at ${ctx.sink.uri()} is no longer the one run '${runId}' wrote (it now holds ${found}), so this run did not write ${SUCCESS_KEY}`,
-      hint: "another run of the export published at the same destination meanwhile (two runs overlapped: a lease that expired while its holder still ran, or a process writing there without the shared state); its manifest and _SUCCESS stand, this run's files are listed by no manifest"
+      message: `export '${ctx.spec.name}': ${keys.manifest} at ${ctx.sink.uri()} is no longer the one run '${runId}' wrote (it now holds ${found}), so this run did not write ${keys.success}`,
+      hint: `another run of the export published at the same destination meanwhile (two runs overlapped: a lease that expired while its holder still ran, or a process writing there without the shared state); its manifest and ${keys.success} stand, this run's files are listed only by its kept manifest ${keys.kept(runId)}, which \`rivet validate\` reports as not published`
     })
   })
 
@@ -191,6 +192,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     retries: 0
   }
   const state = yield* StateStore
+  const keys = markerKeys(spec.name, spec.sharedDestination === true)
   // Taken before anything reads the cursor, the destination or the source: one run per export at a time.
   const lease = yield* acquireLease(
     { exportName: spec.name, state, reporter },
@@ -285,9 +287,12 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     if (ctx.sink.capabilities.markers) {
       manifest = manifestOf(ctx, options, journal, outcome)
       const manifestBytes = encodeManifest(manifest)
-      yield* retried(ctx.sink.put(MANIFEST_KEY, manifestBytes, "application/json"))
+      // The kept copy goes first, so no _SUCCESS can vouch for a run whose manifest is not kept; a crash before the
+      // latest manifest leaves a kept manifest of a run that never published (docs/semantics.md §1).
+      yield* retried(ctx.sink.put(keys.kept(journal.runId), manifestBytes, "application/json"))
+      yield* retried(ctx.sink.put(keys.manifest, manifestBytes, "application/json"))
       yield* verifyOwnManifest(ctx, journal.runId, manifestBytes)
-      yield* retried(ctx.sink.put(SUCCESS_KEY, encodeSuccessMarker(manifestBytes), "text/plain"))
+      yield* retried(ctx.sink.put(keys.success, encodeSuccessMarker(manifestBytes), "text/plain"))
     }
     return { outcome, total, manifest, untracked, status: "success" as const }
   })
@@ -298,7 +303,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
       const { outcome, total, manifest, status } = produced
       if (status === "skipped") return produced
       const published = manifest
-        ? `${MANIFEST_KEY} and ${SUCCESS_KEY} written at ${ctx.sink.uri()}`
+        ? `${keys.manifest} and ${keys.success} written at ${ctx.sink.uri()}`
         : `its ${total.parts} file(s) written`
       yield* ctx.state
         .finishRun(

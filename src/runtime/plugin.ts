@@ -307,7 +307,10 @@ export interface SinkDriverShape {
   readonly put: (key: string, bytes: Uint8Array, contentType: string) => Effect.Effect<void, SinkError>
   /** Starts a large object written block by block. */
   readonly begin: (key: string, contentType: string) => Effect.Effect<UploadHandle, SinkError>
-  /** Objects under the destination (keys relative to it), where the destination can be listed. */
+  /**
+   * Every object under the destination, nested keys included (keys relative to it: validation finds the kept
+   * manifests under `_manifests/`), where the destination can be listed.
+   */
   readonly list?: Effect.Effect<ReadonlyArray<StoredObject>, SinkError>
   /**
    * Removes what writers that no longer run (a process killed mid-write) left behind — temp files, uploads never

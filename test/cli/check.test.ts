@@ -72,25 +72,49 @@ exports:
     expect(linesStarting(result.stderr, "Hint: ")).toEqual(["Hint: did you mean 'path'?", "Hint: did you mean 'local'?"])
   })
 
-  it("refuses two exports writing to the same place (their manifests would overwrite each other), naming both", async () => {
+  it("accepts exports sharing one directory or prefix when their file names cannot collide", async () => {
+    const file = config(`${source}
+exports:
+  - { name: orders, table: orders, max_file_size: 1GiB, destination: { type: local, path: out } }
+  - { name: orders_archive, table: orders, max_file_size: 1GiB, destination: { type: local, path: ./out/ } }
+  - { name: orders_2024, table: orders, max_file_size: 1GiB, destination: { type: local, path: out } }
+  - { name: a, query: select 1, destination: { type: s3, bucket: lake, region: us-east-1, prefix: raw } }
+  - { name: b, query: select 1, destination: { type: s3, bucket: lake, region: us-east-1, prefix: raw/ } }
+`)
+    const result = await check(file)
+    expect(result.stderr).toBe("")
+    expect(result.stdout).toBe(`OK: ${file}: 5 export(s) valid\n`)
+    expect(result.code).toBe(0)
+  })
+
+  it("refuses exports in one place whose files could collide, in the same pass as every other error, naming both", async () => {
     const file = config(`${source}
 exports:
   - name: orders
     table: orders
-    max_file_size: 1GiB
+    batch_size: -1
+    destination: { type: local, path: out }
+  - name: orders_20250101
+    table: orders
+    destination: { type: local, path: ./out/ }
+  - name: Orders
+    table: orders
     destination: { type: local, path: out }
   - name: customers
     table: customers
-    max_file_size: 1GiB
-    destination: { type: local, path: ./out/ }
+    mode: chunky
+    destination: { type: local, path: out }
 `)
     const result = await check(file)
     expect(result.code).toBe(1)
     expect(result.stdout).toBe("")
-    const errors = linesStarting(result.stderr, "Error: ")
-    expect(errors).toHaveLength(1)
-    expect(errors[0]).toContain("exports[1].destination (line 10): writes to the same destination as export 'orders' (exports[0].destination)")
-    expect(result.stderr).toContain("manifest.json and _SUCCESS")
+    expect(linesStarting(result.stderr, "Error: ")).toEqual([
+      "Error: exports[0].batch_size (line 5): must be a whole number from 1 to 1000000",
+      'Error: exports[3].mode (line 15): expected "full" or "incremental" or "chunked" or "keyset" or "time_window", actual "chunky"',
+      "Error: exports[1].name (line 7): exports 'orders' (exports[0].name) and 'orders_20250101' (exports[1].name) write to the same destination, and the part names of 'orders_20250101' begin like those of 'orders' (orders_{YYYYMMDD}_{HHMMSS}…): validation, resume and upload clean-up could not tell the two exports' files apart",
+      "Error: exports[2].name (line 10): exports 'orders' (exports[0].name) and 'Orders' (exports[2].name) write to the same destination and their names differ only in letter case: on a case-insensitive file system (macOS, Windows) their manifests, markers and parts would overwrite each other"
+    ])
+    expect(result.stderr).toContain("Hint: rename 'orders_20250101' so that what follows 'orders_' does not begin with a date and time (e.g. orders_archive), or give each export its own destination")
   })
 
   /** [lint, export lines, severity label, path the finding names, a phrase of its message] */

@@ -82,6 +82,7 @@ describe("the soak's checks", () => {
     }
     const publish = (out: string, manifest: Manifest) => {
       const bytes = encodeManifest(manifest)
+      fs.writeFileSync(path.join(out, "_manifests", `${manifest.run_id}.json`), bytes)
       fs.writeFileSync(path.join(out, "manifest.json"), bytes)
       fs.writeFileSync(path.join(out, "_SUCCESS"), encodeSuccessMarker(bytes))
     }
@@ -106,6 +107,8 @@ describe("the soak's checks", () => {
     expect(partial).toMatchObject({ partialFinals: 1, untrackedFiles: 1, untrackedMisreported: 1 })
     const wrongMarker = await damaged((out) => fs.writeFileSync(path.join(out, "_SUCCESS"), "sha256:00\n"))
     expect(wrongMarker.partialFinals).toBe(1)
+    const notKept = await damaged((out, _, manifest) => fs.rmSync(path.join(out, "_manifests", `${manifest.run_id}.json`)))
+    expect(notKept.partialFinals).toBe(1)
     const temp = await damaged((out) => fs.writeFileSync(path.join(out, `.${first.path}.tmp-99999-0123456789ab`), "x"))
     expect(temp.tempFilesLeft).toBe(1)
     const pending = await damaged((_, stateFile) => sqlite(stateFile, "UPDATE rivet_units SET status = 'pending' WHERE idx = 0"))

@@ -17,7 +17,7 @@ const TEMP_NAME = /\.tmp-\d+-[0-9a-f]{12}$/
 export type KillPoint = "early" | "between" | "during" | "unrecorded"
 
 export interface DirSnapshot {
-  /** Data files under their final names (not manifest.json / _SUCCESS, not dot-files). */
+  /** Data files under their final names (not manifest.json / _SUCCESS / _manifests/, not dot-files). */
   readonly finals: ReadonlyArray<string>
   readonly temps: ReadonlyArray<{ readonly name: string; readonly size: number }>
 }
@@ -36,7 +36,9 @@ export const snapshot = (dir: string): DirSnapshot => {
       return [] // renamed or removed between readdir and stat
     }
   })
-  const finals = names.filter((name) => !name.startsWith(".") && name !== "manifest.json" && name !== "_SUCCESS")
+  const finals = names.filter(
+    (name) => !name.startsWith(".") && name !== "manifest.json" && name !== "_SUCCESS" && name !== "_manifests"
+  )
   return { finals: finals.sort(), temps }
 }
 

@@ -52,15 +52,17 @@ const configFile = (yaml: string) => {
 const sha256 = (bytes: Uint8Array) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`
 
 /**
- * The destination holds exactly the manifest's parts (sizes and fingerprints as listed), the manifest, _SUCCESS and
- * the `untracked` leftovers of an interrupted attempt.
+ * The destination holds exactly the manifest's parts (sizes and fingerprints as listed), the manifest, its kept
+ * copy, _SUCCESS and the `untracked` leftovers of an interrupted attempt.
  */
 const expectExactDestination = (out: string, untracked: ReadonlyArray<string> = []): Manifest => {
   const manifest = readManifest(out)
   const manifestBytes = fs.readFileSync(path.join(out, "manifest.json"))
+  const kept = `_manifests/${manifest.run_id}.json`
   expect(fs.readFileSync(path.join(out, "_SUCCESS"), "utf8")).toBe(`${sha256(manifestBytes)}\n`)
+  expect(fs.readFileSync(path.join(out, kept))).toEqual(manifestBytes)
   expect(filesUnder(out)).toEqual(
-    [...manifest.parts.map((part) => part.path), ...untracked, "_SUCCESS", "manifest.json"].sort()
+    [...manifest.parts.map((part) => part.path), ...untracked, "_SUCCESS", kept, "manifest.json"].sort()
   )
   for (const part of manifest.parts) {
     const bytes = fs.readFileSync(path.join(out, part.path))

@@ -102,8 +102,9 @@ const expectCompleteMibParts = (out: string, count: number) => {
 }
 
 /**
- * Runs the 1 MiB export twice: the first run succeeds, the second (`second`) commits its part but cannot write
- * manifest.json. The first run's manifest and _SUCCESS must stay byte for byte, still matching each other.
+ * Runs the 1 MiB export twice: the first run succeeds, the second (`second`) commits its part but cannot write its
+ * manifest (the kept copy, written first). The first run's manifest and _SUCCESS must stay byte for byte, still
+ * matching each other.
  */
 const expectManifestFailureKeepsPreviousRun = async (
   config: string,
@@ -119,9 +120,13 @@ const expectManifestFailureKeepsPreviousRun = async (
   expect(success.toString()).toBe(`${sha256(manifest)}\n`)
 
   const run = await second()
-  expectDiskFull(run, out, "manifest\\.json")
+  expectDiskFull(run, path.join(out, "_manifests"), "_manifests/h7_mib_\\d{8}T\\d{6}\\.\\d{3}\\.json")
   // The part committed before the manifest stays, complete and unlisted (at-least-once); no temp file is left.
-  expect(filesUnder(out).filter((file) => !file.endsWith(".csv"))).toEqual(["_SUCCESS", "manifest.json"])
+  expect(filesUnder(out).filter((file) => !file.endsWith(".csv"))).toEqual([
+    "_SUCCESS",
+    `_manifests/${readManifest(out).run_id}.json`,
+    "manifest.json"
+  ])
   expectCompleteMibParts(out, 2)
   expect(fs.readFileSync(path.join(out, "manifest.json")).equals(manifest)).toBe(true)
   expect(fs.readFileSync(path.join(out, "_SUCCESS")).equals(success)).toBe(true)
@@ -200,10 +205,11 @@ describe("rivet run → local: disk full", () => {
     expect(space.bfree).toBe(space.blocks) // the temp file's blocks were given back
   })
 
-  it.runIf(canMount)("tmpfs: when manifest.json does not fit, the previous run's manifest and _SUCCESS stay", async () => {
+  it.runIf(canMount)("tmpfs: when the manifest does not fit, the previous run's manifest and _SUCCESS stay", async () => {
     const { config, out } = setup(ONE_MIB)
-    // Room for two 1 MiB parts and two one-page markers: the second run's part fills the disk to the last page.
-    expect(mountTmpfs(out, `size=${2 * MiB + 2 * PAGE}`)).toBe(true)
+    // Room for two 1 MiB parts and three one-page markers (kept manifest, manifest.json, _SUCCESS): the second run's
+    // part fills the disk to the last page.
+    expect(mountTmpfs(out, `size=${2 * MiB + 3 * PAGE}`)).toBe(true)
     await expectManifestFailureKeepsPreviousRun(config, out, () => runCli(["run", "-c", config]))
   })
 
@@ -219,15 +225,15 @@ describe("rivet run → local: disk full", () => {
     expect(filesUnder(out)).toEqual([])
   })
 
-  it("simulated disk: when manifest.json does not fit, the previous run's manifest and _SUCCESS stay", async () => {
+  it("simulated disk: when the manifest does not fit, the previous run's manifest and _SUCCESS stay", async () => {
     const { config, out } = setup(ONE_MIB)
     const run = await expectManifestFailureKeepsPreviousRun(config, out, () =>
       runCli(["run", "-c", config], { env: withDisk(out, MiB) })
     )
-    // The part fit exactly; the manifest's one attempt failed and no _SUCCESS was attempted.
-    expect(diskWrites(run.stderr).map((write) => `${write.file.replace(/_\d{8}_\d{6}_\d{3}/, "").replace(/\.tmp-\S+$/, "")} ${write.outcome}`)).toEqual([
+    // The part fit exactly; the kept manifest's one attempt failed and neither manifest.json nor _SUCCESS was attempted.
+    expect(diskWrites(run.stderr).map((write) => `${write.file.replace(/_\d{8}(_\d{6}_|T\d{6}\.)\d{3}/, "").replace(/\.tmp-\S+$/, "")} ${write.outcome}`)).toEqual([
       ".h7_mib.csv ok",
-      ".manifest.json ENOSPC"
+      ".h7_mib.json ENOSPC"
     ])
   })
 })

@@ -41,11 +41,13 @@ afterAll(async () => {
 })
 
 describe("examples/custom-sink.ts", () => {
-  it("exports into a Map through a sink defined in code: the part, manifest.json and _SUCCESS", async () => {
+  it("exports into a Map through a sink defined in code: the part, manifest.json, its kept copy and _SUCCESS", async () => {
     const { result, objects } = await exportToMap(testPgUrl(), tempDir(), TABLE)
     expect(result.rows).toBe(100)
     const keys = [...objects.keys()].sort()
-    expect(keys).toEqual([`exports/${result.parts[0]!.path}`, "exports/_SUCCESS", "exports/manifest.json"].sort())
+    const kept = `exports/_manifests/${result.runId}.json`
+    expect(keys).toEqual([`exports/${result.parts[0]!.path}`, "exports/_SUCCESS", kept, "exports/manifest.json"].sort())
+    expect(objects.get(kept)).toEqual(objects.get("exports/manifest.json"))
     const lines = Buffer.from(objects.get(`exports/${result.parts[0]!.path}`)!).toString("utf8").trim().split("\n")
     expect(lines.map((line) => JSON.parse(line) as { id: number | string })).toHaveLength(100)
     expect(JSON.parse(lines[16]!)).toEqual({ id: "17", status: "paid", total: null })

@@ -108,10 +108,15 @@ describe(`rivet run → s3 under 10 % transient faults (seed ${SEED})`, () => {
     }
     expect(rows).toBe(ROWS)
     expect(seen.subarray(1).every((mark) => mark === 1)).toBe(true)
-    // Only what the manifest lists, plus the two markers: no stray object from a retried request.
+    // Only what the manifest lists, plus the markers and the kept manifest: no stray object from a retried request.
     const keys = (await server.listObjects(BUCKET, PREFIX)).map((object) => object.key).sort()
     expect(keys).toEqual(
-      [...manifest.parts.map((part) => `${PREFIX}${part.path}`), `${PREFIX}manifest.json`, `${PREFIX}_SUCCESS`].sort()
+      [
+        ...manifest.parts.map((part) => `${PREFIX}${part.path}`),
+        `${PREFIX}manifest.json`,
+        `${PREFIX}_SUCCESS`,
+        `${PREFIX}_manifests/${manifest.run_id}.json`
+      ].sort()
     )
     expect(await server.listMultipartUploads(BUCKET)).toEqual([])
   })

@@ -24,6 +24,7 @@ export interface ExportSpec {
   readonly format?: string
   readonly max_file_size?: string
   readonly mode?: string
+  readonly cursor_column?: string
   readonly chunk_column?: string
   readonly chunk_size?: number
   readonly parallel?: number
@@ -146,6 +147,7 @@ export const summaryRetries = (stderr: string): number => {
 /** The manifest written under the prefix, parsed, plus its exact bytes. */
 export interface StoredManifest {
   readonly bytes: Uint8Array
+  readonly run_id: string
   readonly parts: ReadonlyArray<{ path: string; rows: number; size_bytes: number; content_fingerprint: string }>
   readonly row_count: number
   readonly part_count: number
@@ -153,15 +155,16 @@ export interface StoredManifest {
 }
 
 /**
- * Checks the markers of a successful run under `prefix`: `manifest.json`, and `_SUCCESS` whose body is
- * `sha256:<sha256 of the manifest bytes>\n`; every part listed in the manifest exists with its recorded size and
- * sha256. Returns the manifest.
+ * Checks the markers of a successful run under `prefix`: `manifest.json`, its kept copy `_manifests/{run_id}.json`
+ * (the same bytes), and `_SUCCESS` whose body is `sha256:<sha256 of the manifest bytes>\n`; every part listed in the
+ * manifest exists with its recorded size and sha256. Returns the manifest.
  */
 export const expectCommitted = async (server: S3TestServer, bucket: string, prefix: string): Promise<StoredManifest> => {
   const manifestBytes = await server.getObject(bucket, `${prefix}manifest.json`)
   const success = new TextDecoder().decode(await server.getObject(bucket, `${prefix}_SUCCESS`))
   expect(success).toBe(`sha256:${sha256Hex(manifestBytes)}\n`)
   const manifest = JSON.parse(new TextDecoder().decode(manifestBytes)) as Omit<StoredManifest, "bytes">
+  expect(await server.getObject(bucket, `${prefix}_manifests/${manifest.run_id}.json`)).toEqual(manifestBytes)
   expect(manifest.part_count).toBe(manifest.parts.length)
   expect(manifest.destination).toEqual({ type: "s3", uri: `s3://${bucket}/${prefix}` })
   const sizes = new Map((await server.listObjects(bucket, prefix)).map((object) => [object.key, object.size]))

@@ -123,11 +123,12 @@ describe("rivet run → s3", () => {
     expect(run.code).toBe(0)
 
     const keys = (await server.listObjects(BUCKET, "exports/")).map((object) => object.key).sort()
-    expect(keys).toHaveLength(3)
+    expect(keys).toHaveLength(4)
     expect(keys[0]).toBe("exports/daily/_SUCCESS")
-    expect(keys[1]).toBe("exports/daily/manifest.json")
-    expect(keys[2]).toMatch(/^exports\/daily\/orders_\d{8}_\d{6}_\d{3}\.parquet$/)
-    const dataKey = keys[2]!
+    expect(keys[1]).toMatch(/^exports\/daily\/_manifests\/orders_\d{8}T\d{6}\.\d{3}\.json$/)
+    expect(keys[2]).toBe("exports/daily/manifest.json")
+    expect(keys[3]).toMatch(/^exports\/daily\/orders_\d{8}_\d{6}_\d{3}\.parquet$/)
+    const dataKey = keys[3]!
 
     const manifest = await expectCommitted(server, BUCKET, "exports/daily/")
     expect(manifest.row_count).toBe(ROWS)
@@ -139,9 +140,12 @@ describe("rivet run → s3", () => {
     expect(countOf(run.requests, "CreateMultipartUpload")).toBe(1)
     expect(countOf(run.requests, "UploadPart")).toBeGreaterThanOrEqual(2)
     const completed = paths.indexOf(`CompleteMultipartUpload /${BUCKET}/${dataKey}`)
+    const keptPut = paths.indexOf(`PutObject /${BUCKET}/${keys[1]}`)
     const manifestPut = paths.indexOf(`PutObject /${BUCKET}/exports/daily/manifest.json`)
     expect(completed).toBeGreaterThanOrEqual(0)
-    expect(manifestPut).toBeGreaterThan(completed)
+    // The kept copy of the manifest before manifest.json, both after the data.
+    expect(keptPut).toBeGreaterThan(completed)
+    expect(manifestPut).toBeGreaterThan(keptPut)
     // _SUCCESS is the last write; then the run lists its keys' pending uploads (none) — the end-of-export cleanup.
     expect(paths.at(-2)).toBe(`PutObject /${BUCKET}/exports/daily/_SUCCESS`)
     expect(paths.at(-1)).toBe(`ListMultipartUploads /${BUCKET}/`)
@@ -168,7 +172,7 @@ describe("rivet run → s3", () => {
       const match = /^exports\/split\/(orders_\d{8}_\d{6}_\d{3})_part(\d+)\.parquet$/.exec(object.key)
       return match ? [{ ...object, stem: match[1]!, part: Number(match[2]) }] : []
     })
-    expect(objects).toHaveLength(data.length + 2)
+    expect(objects).toHaveLength(data.length + 3) // manifest.json, _SUCCESS and the kept manifest
     expect(new Set(data.map((object) => object.stem)).size).toBe(1)
     const numbers = data.map((object) => object.part).sort((a, b) => a - b)
     expect(numbers.length).toBeGreaterThanOrEqual(3)

@@ -145,15 +145,19 @@ const killPhaseOf = (stateFile: string, out: string): string =>
     return fs.existsSync(path.join(out, "_SUCCESS")) ? "published, not recorded" : "all chunks done"
   }) ?? "before journal"
 
-/** `_SUCCESS` may only ever name the manifest beside it. */
+/** `_SUCCESS` may only ever name the manifest beside it, and that run's manifest is kept under `_manifests/`. */
 const markerProblem = (out: string): string | undefined => {
   const success = path.join(out, "_SUCCESS")
   if (!fs.existsSync(success)) return undefined
   const manifest = path.join(out, "manifest.json")
   if (!fs.existsSync(manifest)) return "_SUCCESS without manifest.json"
-  const expected = `${sha256(fs.readFileSync(manifest))}\n`
+  const bytes = fs.readFileSync(manifest)
+  const expected = `${sha256(bytes)}\n`
   const actual = fs.readFileSync(success, "utf8")
-  return actual === expected ? undefined : `_SUCCESS is ${JSON.stringify(actual)}, the manifest hashes to ${expected.trim()}`
+  if (actual !== expected) return `_SUCCESS is ${JSON.stringify(actual)}, the manifest hashes to ${expected.trim()}`
+  const kept = path.join(out, "_manifests", `${readManifest(out).run_id}.json`)
+  if (!fs.existsSync(kept)) return `_SUCCESS of a run whose manifest is not kept (${path.relative(out, kept)} missing)`
+  return fs.readFileSync(kept).equals(bytes) ? undefined : `${path.relative(out, kept)} differs from manifest.json`
 }
 
 /** The chunk plan the source implies: key ranges of CHUNK_SIZE from the smallest key, then the NULL chunk. */

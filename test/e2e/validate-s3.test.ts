@@ -62,8 +62,9 @@ describe("rivet validate (s3)", () => {
     const manifest = await expectCommitted(server, BUCKET, PREFIX)
     expect(manifest.parts.length).toBeGreaterThan(2)
     expect(run.stderr).toContain(`OK   vs3: ${manifest.parts.length} parts, 4,000 rows verified`)
-    // The run read its manifest back before _SUCCESS; --validate then read every part, the manifest and _SUCCESS.
-    expect(countOf(run.requests, "GetObject", 200)).toBe(manifest.parts.length + 3)
+    // The run read its manifest back before _SUCCESS; --validate then read every part, the manifest, its kept copy
+    // and _SUCCESS.
+    expect(countOf(run.requests, "GetObject", 200)).toBe(manifest.parts.length + 4)
 
     const [first, second] = manifest.parts
     const modified = await server.getObject(BUCKET, `${PREFIX}${first!.path}`)
@@ -77,7 +78,7 @@ describe("rivet validate (s3)", () => {
     expect(result.stdout.split("\n").filter((line) => /^(FAIL|WARN) /.test(line))).toEqual([
       `FAIL vs3: PART_CHECKSUM_MISMATCH ${first!.path}: sha256:${sha256Hex(modified)} expected ${first!.content_fingerprint} (same size, different bytes: modified after it was written)`,
       `FAIL vs3: PART_MISSING ${second!.path}: listed in the manifest but not at the destination`,
-      "WARN vs3: UNTRACKED_OBJECT vs3_20200101_000000_000.ndjson: not listed in manifest.json (named before the run in the manifest started: most likely a part of an earlier run)"
+      "WARN vs3: UNTRACKED_OBJECT vs3_20200101_000000_000.ndjson: not listed in manifest.json or any kept manifest (named before the oldest kept run started: most likely a part of a run from before manifests were kept, or of a run whose kept manifest was deleted)"
     ])
     expect(result.stdout).toContain("1 export validated: 0 ok, 1 failed (2 failures, 1 warning)")
     expect(result.requests.filter((request) => !["ListObjectsV2", "GetObject"].includes(request.operation))).toEqual([])

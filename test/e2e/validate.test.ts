@@ -68,6 +68,9 @@ const rewriteManifest = (dir: string, name: string, edit: (manifest: Record<stri
   if (resign) fs.writeFileSync(path.join(out(dir, name), "_SUCCESS"), `sha256:${sha256Hex(bytes)}\n`)
 }
 
+/** The kept copy of the run in an export's manifest.json, relative to its destination. */
+const keptKey = (dir: string, name: string) => `_manifests/${manifestOf(dir, name).run_id}.json`
+
 const count = (value: number) => value.toLocaleString("en-US")
 const findingLines = (stdout: string) => stdout.split("\n").filter((line) => /^(FAIL|WARN) /.test(line))
 
@@ -86,6 +89,10 @@ afterAll(() => {
 
 describe("rivet validate", () => {
   it("a clean run validates: every export OK with its parts and rows, exit 0", async () => {
+    for (const name of Object.keys(EXPORTS)) {
+      const latest = fs.readFileSync(path.join(out(base, name), "manifest.json"))
+      expect(fs.readFileSync(path.join(out(base, name), keptKey(base, name)))).toEqual(latest)
+    }
     expect(manifestOf(base, "vpq").parts.length).toBeGreaterThan(2)
     expect(manifestOf(base, "vcsv").parts.length).toBeGreaterThan(2)
     const result = await validate(base)
@@ -142,7 +149,7 @@ describe("rivet validate", () => {
     }
   })
 
-  it("a tampered manifest (row_count edited): MANIFEST_INVALID and SUCCESS_STALE", async () => {
+  it("a tampered manifest (row_count edited): MANIFEST_INVALID, SUCCESS_STALE and KEPT_MANIFEST_MISMATCH", async () => {
     const dir = freshCopy()
     rewriteManifest(dir, "vcsv", (manifest) => {
       manifest["row_count"] = EXPORTS.vcsv.rows + 1
@@ -154,10 +161,13 @@ describe("rivet validate", () => {
       `FAIL vcsv: MANIFEST_INVALID manifest.json: row_count is ${count(EXPORTS.vcsv.rows + 1)} but its parts hold ${count(EXPORTS.vcsv.rows)} rows (tampered manifest)`
     )
     expect(lines[1]).toMatch(/^FAIL vcsv: SUCCESS_STALE _SUCCESS: records sha256:[0-9a-f]{64} but manifest\.json hashes to sha256:[0-9a-f]{64}: /)
-    expect(lines).toHaveLength(2)
+    expect(lines[2]).toBe(
+      `FAIL vcsv: KEPT_MANIFEST_MISMATCH ${keptKey(dir, "vcsv")}: differs from manifest.json, which is the same run: one of them was changed after the run wrote them (_SUCCESS tells which one it vouches for)`
+    )
+    expect(lines).toHaveLength(3)
   })
 
-  it("a stale _SUCCESS (manifest rewritten consistently, marker left as it was): SUCCESS_STALE only", async () => {
+  it("a stale _SUCCESS (manifest rewritten consistently, marker left as it was): SUCCESS_STALE, and the kept copy differs", async () => {
     const dir = freshCopy()
     const before = fs.readFileSync(path.join(out(dir, "vnd"), "manifest.json"))
     rewriteManifest(dir, "vnd", (manifest) => {
@@ -167,8 +177,11 @@ describe("rivet validate", () => {
     const result = await validate(dir, "-e", "vnd")
     expect(result.code).toBe(3)
     expect(findingLines(result.stdout)).toEqual([
-      `FAIL vnd: SUCCESS_STALE _SUCCESS: records sha256:${sha256Hex(before)} but manifest.json hashes to sha256:${sha256Hex(after)}: the manifest changed after the run that wrote it finished, or a later run did not finish`
+      `FAIL vnd: SUCCESS_STALE _SUCCESS: records sha256:${sha256Hex(before)} but manifest.json hashes to sha256:${sha256Hex(after)}: the manifest changed after the run that wrote it finished, or a later run did not finish`,
+      `FAIL vnd: KEPT_MANIFEST_MISMATCH ${keptKey(dir, "vnd")}: differs from manifest.json, which is the same run: one of them was changed after the run wrote them (_SUCCESS tells which one it vouches for)`
     ])
+    // The kept copy is still the bytes _SUCCESS vouched for.
+    expect(fs.readFileSync(path.join(out(dir, "vnd"), keptKey(dir, "vnd")))).toEqual(before)
   })
 
   it("rows edited consistently in a re-signed manifest: PART_ROW_COUNT from the file (CSV with quoted line feeds)", async () => {
@@ -187,6 +200,7 @@ describe("rivet validate", () => {
     const result = await validate(dir, "-e", "vcsv")
     expect(result.code).toBe(3)
     expect(findingLines(result.stdout)).toEqual([
+      expect.stringMatching(/^FAIL vcsv: KEPT_MANIFEST_MISMATCH _manifests\/vcsv_\d{8}T\d{6}\.\d{3}\.json: /),
       `FAIL vcsv: PART_ROW_COUNT ${part}: ${count(rows)} rows counted but the manifest records ${count(rows - 1)}`
     ])
   })
@@ -200,7 +214,7 @@ describe("rivet validate", () => {
     fs.copyFileSync(path.join(root, part), path.join(root, "vpqx_20200101_000000_000.parquet"))
     fs.writeFileSync(path.join(root, "vpq_20200101_000000_000.csv"), "not this format\n")
     const message =
-      "UNTRACKED_OBJECT vpq_20200101_000000_000.parquet: not listed in manifest.json (named before the run in the manifest started: most likely a part of an earlier run)"
+      "UNTRACKED_OBJECT vpq_20200101_000000_000.parquet: not listed in manifest.json or any kept manifest (named before the oldest kept run started: most likely a part of a run from before manifests were kept, or of a run whose kept manifest was deleted)"
     const lenient = await validate(dir, "-e", "vpq")
     expect(lenient.code).toBe(0)
     expect(findingLines(lenient.stdout)).toEqual([`WARN vpq: ${message}`])
@@ -209,6 +223,15 @@ describe("rivet validate", () => {
     expect(strict.code).toBe(3)
     expect(findingLines(strict.stdout)).toEqual([`FAIL vpq: ${message}`])
     expect(strict.stdout).toContain("1 export validated: 0 ok, 1 failed (1 failure, 0 warnings)")
+
+    // A destination written before runs kept their manifests validates as it always did.
+    fs.rmSync(path.join(root, "_manifests"), { recursive: true })
+    const legacy = await validate(dir, "-e", "vpq")
+    expect(legacy.code).toBe(0)
+    expect(findingLines(legacy.stdout)).toEqual([
+      "WARN vpq: UNTRACKED_OBJECT vpq_20200101_000000_000.parquet: not listed in manifest.json (named before the run in the manifest started: most likely a part of an earlier run)"
+    ])
+    expect(legacy.stdout).toMatch(/^OK {3}vpq: \d+ parts, 20,000 rows verified \(1 warning\)$/m)
   })
 
   it("missing and malformed markers each have their own code", async () => {

@@ -42,7 +42,7 @@ describe("pipeline: source → format → local sink", () => {
       const [run] = yield* runExportsEffect(config(dir), { plugins: [source.plugin as never], configDir: tempDir() })
       expect(run?._tag).toBe("success")
       const files = fs.readdirSync(dir).sort()
-      expect(files).toHaveLength(3)
+      expect(files).toHaveLength(4)
       const part = files.find((f) => f.endsWith(".csv"))!
       expect(part).toMatch(/^people_\d{8}_\d{6}_\d{3}\.csv$/)
       const manifestBytes = fs.readFileSync(path.join(dir, "manifest.json"))
@@ -64,6 +64,9 @@ describe("pipeline: source → format → local sink", () => {
       })
       expect(manifest.run_id).toMatch(/^people_\d{8}T\d{6}\.\d{3}$/)
       expect(fs.readFileSync(path.join(dir, "_SUCCESS"), "utf8")).toBe(`${sha256(manifestBytes)}\n`)
+      // The run's manifest is kept under _manifests/, byte for byte.
+      expect(fs.readdirSync(path.join(dir, "_manifests"))).toEqual([`${manifest.run_id}.json`])
+      expect(fs.readFileSync(path.join(dir, "_manifests", `${manifest.run_id}.json`))).toEqual(manifestBytes)
       expect(partBytes.toString("utf8").split("\n")).toHaveLength(1002)
     }))
 
@@ -98,7 +101,7 @@ describe("pipeline: source → format → local sink", () => {
       const dir = tempDir()
       const source = memorySource({ schema, rows: [] })
       yield* runExportsEffect(config(dir), { plugins: [source.plugin as never], configDir: tempDir() })
-      expect(fs.readdirSync(dir).sort()).toEqual(["_SUCCESS", "manifest.json"])
+      expect(fs.readdirSync(dir).sort()).toEqual(["_SUCCESS", "_manifests", "manifest.json"])
       const manifest = JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8")) as Manifest
       expect(manifest).toMatchObject({ row_count: 0, part_count: 0, parts: [] })
     }))

@@ -52,7 +52,9 @@ describe("format: arrow through Rivet's runtime", () => {
     expect(result.parts).toHaveLength(1)
     expect(result.parts[0]!.path).toMatch(/^orders_\d{8}_\d{6}_\d{3}\.arrow$/)
     expect(result.manifest?.format).toBe("arrow")
-    expect([...objects.keys()].sort()).toEqual([result.parts[0]!.path, "_SUCCESS", "manifest.json"].sort())
+    expect([...objects.keys()].sort()).toEqual(
+      [result.parts[0]!.path, "_SUCCESS", `_manifests/${result.runId}.json`, "manifest.json"].sort()
+    )
     const { table, columns } = readArrow(objects.get(result.parts[0]!.path)!, types)
     expect(table.batches).toHaveLength(5)
     for (const name of Object.keys(types)) {

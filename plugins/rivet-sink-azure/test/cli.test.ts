@@ -136,10 +136,13 @@ describe("rivet run with the azure plugin from the CLI", () => {
 
       const names = await listNames(prefix)
       const parts = names.filter((name) => /^orders_\d{8}_\d{6}_\d{3}\.csv$/.test(name))
-      expect(names).toEqual([...parts, "_SUCCESS", "manifest.json"].sort())
+      const kept = names.filter((name) => /^_manifests\/orders_\d{8}T\d{6}\.\d{3}\.json$/.test(name))
+      expect(names).toEqual([...parts, ...kept, "_SUCCESS", "manifest.json"].sort())
       expect(parts).toHaveLength(1)
+      expect(kept).toHaveLength(1)
 
       const manifestBytes = await download(`${prefix}manifest.json`)
+      expect(await download(`${prefix}${kept[0]}`)).toEqual(manifestBytes)
       const manifest = JSON.parse(manifestBytes.toString("utf8")) as {
         status: string
         row_count: number

@@ -15,6 +15,13 @@ const exportOption = Options.text("export").pipe(
   Options.withDescription("Validate only this export (repeatable). Default: every export in the config.")
 )
 
+const runOption = Options.text("run").pipe(
+  Options.repeated,
+  Options.withDescription(
+    "Re-read only the parts of this run (repeatable), e.g. orders_20250101T020000.123; the markers, the kept manifests and untracked objects are checked all the same. Default: every kept run."
+  )
+)
+
 const strictOption = Options.boolean("strict").pipe(
   Options.withDescription(
     "Fail (exit 3) on warnings too: data objects the manifest does not list (e.g. parts of earlier runs) and what could not be verified."
@@ -27,17 +34,25 @@ const jsonOption = Options.boolean("json").pipe(
 
 const out = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
 
-/** `rivet validate -c export.yaml [-e name]… [--strict] [--json]` — checks what each export's destination holds. */
+/** `rivet validate -c export.yaml [-e name]… [--run id]… [--strict] [--json]` — checks what each export's destination holds. */
 export const validateCommand = Command.make(
   "validate",
-  { config: configOption, exports: exportOption, params: paramOption, strict: strictOption, json: jsonOption, verbose: verboseOption },
-  ({ config, exports, params, strict, json }) =>
+  {
+    config: configOption,
+    exports: exportOption,
+    runs: runOption,
+    params: paramOption,
+    strict: strictOption,
+    json: jsonOption,
+    verbose: verboseOption
+  },
+  ({ config, exports, runs, params, strict, json }) =>
     Effect.gen(function* () {
       const badParams = yield* useParams(params, config)
       if (badParams) return badParams
       const loaded = yield* validateConfigFile(config)
       if (Either.isLeft(loaded)) return yield* configFailure(loaded.left)
-      const results = yield* Effect.either(validateConfig(loaded.right, { only: exports, strict }))
+      const results = yield* Effect.either(validateConfig(loaded.right, { only: exports, runs, strict }))
       if (Either.isLeft(results)) {
         yield* printErrors([results.left])
         return new ExitCode(worstExitCode([results.left]))
@@ -57,9 +72,10 @@ export const validateCommand = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "Check each export's destination against its manifest.json: _SUCCESS matches the manifest, every part exists " +
-      "with its recorded size, sha256 (re-read) and row count, and no data object is untracked. Exit 3 on any " +
-      "mismatch.\n\nExample:\n  rivet validate -c export.yaml\n  rivet validate -c export.yaml -e orders --strict\n" +
-      "  rivet validate -c export.yaml --json > report.json"
+    "Check each export's destination against its manifests: _SUCCESS matches the latest manifest, which matches " +
+      "its kept copy under _manifests/; every part of every kept run exists with its recorded size, sha256 (re-read) " +
+      "and row count; and no data object is untracked. Exit 3 on any mismatch.\n\nExample:\n" +
+      "  rivet validate -c export.yaml\n  rivet validate -c export.yaml -e orders --strict\n" +
+      "  rivet validate -c export.yaml --run orders_20250101T020000.123\n  rivet validate -c export.yaml --json > report.json"
   )
 )

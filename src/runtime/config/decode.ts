@@ -1,5 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import type { LogicalType } from "../batch.js"
 import { ConfigError } from "../errors.js"
 import type { FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
@@ -9,6 +10,7 @@ import {
   DEFAULT_BATCH_SIZE,
   DEFAULT_FORMAT,
   ExportCore,
+  ExportName,
   parseLogicalType,
   type ExportConfig,
   type RivetConfig,
@@ -16,8 +18,8 @@ import {
 } from "./model.js"
 import { metaColumnsOf } from "./meta-columns.js"
 import { rustTypeHint } from "./rust-keys.js"
-import { sharedDestination } from "./lint.js"
 import { decodeMode } from "./mode.js"
+import { type PlacedExport, sharedDestinationExports, sharedDestinationProblems } from "./shared-destination.js"
 
 /** Finds plugins by their YAML `type`. Implemented by the registry (built-ins plus `plugins:`). */
 export interface PluginResolver {
@@ -100,11 +102,14 @@ const decodePluginBlock = <P extends SourcePlugin | SinkPlugin>(
     return config === undefined ? undefined : { plugin, config }
   })
 
+const isExportName = Schema.is(ExportName)
+
 const decodeExport = (
   raw: unknown,
   index: number,
   input: DecodeInput,
-  problems: Problems
+  problems: Problems,
+  placed: Array<PlacedExport>
 ): Effect.Effect<ExportConfig | undefined> =>
   Effect.gen(function* () {
     const path = `exports[${index}]`
@@ -144,6 +149,10 @@ const decodeExport = (
       input.plugins.known.sinks,
       problems
     )
+    // Recorded even when the rest of the export has problems: a collision with another export sharing the
+    // destination is reported in the same pass as those.
+    const name = decoded?.name ?? (isExportName(raw["name"]) ? raw["name"] : undefined)
+    if (name !== undefined && destination) placed.push({ index, name, destination })
     if (!decoded) return undefined
     // `query_file:` (the Rust rivet's) already has an error whose hint says to write query: instead.
     if ((decoded.table === undefined) === (decoded.query === undefined) && !("query_file" in raw && decoded.table === undefined)) {
@@ -254,9 +263,10 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
       problems
     )
     const exports: Array<ExportConfig> = []
+    const placed: Array<PlacedExport> = []
     const seen = new Map<string, number>()
     for (const [index, raw] of exportsList.entries()) {
-      const decoded = yield* decodeExport(raw, index, input, problems)
+      const decoded = yield* decodeExport(raw, index, input, problems, placed)
       if (!decoded) continue
       const previous = seen.get(decoded.name)
       if (previous !== undefined) {
@@ -272,14 +282,15 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
       seen.set(decoded.name, index)
       exports.push(decoded)
     }
+    problems.add(...sharedDestinationProblems(placed, input.configDir))
     if (problems.list.length > 0 || !source) return Either.left(problems.list)
-    const config: RivetConfig = { configDir: input.configDir, origin: input.origin, source, exports }
-    // Errors that need the whole decoded config (two exports overwriting each other's markers) stop run and plan
-    // too, not only `rivet check`.
-    for (const finding of sharedDestination(config)) {
-      if (finding.severity === "error") problems.add(new ConfigError({ path: finding.path, message: finding.message, hint: finding.hint }))
-    }
-    return problems.list.length > 0 ? Either.left(problems.list) : Either.right(config)
+    const shared = sharedDestinationExports(placed, input.configDir)
+    return Either.right({
+      configDir: input.configDir,
+      origin: input.origin,
+      source,
+      exports: exports.map((spec) => (shared.has(spec.name) ? { ...spec, sharedDestination: true } : spec))
+    } satisfies RivetConfig)
   })
 
 /** Like `validateConfig`, failing with the first problem. */

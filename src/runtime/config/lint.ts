@@ -1,4 +1,3 @@
-import * as path from "node:path"
 import { formatBytes } from "../size.js"
 import type { ExportConfig, RivetConfig } from "./model.js"
 
@@ -116,58 +115,32 @@ export const tinyFiles: Lint = perExport((spec, index) => {
   ]
 })
 
-/** Keys that say where a destination writes; other keys (credentials, tuning) do not change the place. */
-const LOCATION_KEYS = ["path", "bucket", "container", "prefix", "endpoint", "account_url", "account_name"]
-
 /**
- * Where a destination writes, comparable across exports: its type and location keys (relative paths resolved
- * against the config's directory); a destination without such keys compares by its whole decoded config.
+ * Two exports on stdout: run together, their bytes are concatenated into one stream. (Exports sharing a directory
+ * or prefix are checked when the config decodes: src/runtime/config/shared-destination.ts.)
  */
-export const destinationPlace = (spec: ExportConfig, configDir: string): string => {
-  const config =
-    typeof spec.destination.config === "object" && spec.destination.config !== null
-      ? (spec.destination.config as Record<string, unknown>)
-      : {}
-  const located = LOCATION_KEYS.filter((key) => config[key] !== undefined && config[key] !== "")
-  const place = located.length > 0 ? Object.fromEntries(located.map((key) => [key, config[key]])) : config
-  if (typeof place["path"] === "string") place["path"] = path.resolve(configDir, place["path"])
-  return JSON.stringify([spec.destination.plugin.type, Object.entries(place).sort(([a], [b]) => a.localeCompare(b))])
-}
-
-/** Two exports writing to one place overwrite each other's manifest.json and _SUCCESS: an error. */
-export const sharedDestination: Lint = (config) => {
-  const first = new Map<string, number>()
+export const sharedStdout: Lint = (config) => {
+  let first: number | undefined
   return config.exports.flatMap((spec, index): ReadonlyArray<LintFinding> => {
-    const place = destinationPlace(spec, config.configDir)
-    const earlier = first.get(place)
-    if (earlier === undefined) {
-      first.set(place, index)
+    if (spec.destination.plugin.type !== "stdout") return []
+    if (first === undefined) {
+      first = index
       return []
     }
-    const other = config.exports[earlier]!.name
-    if (spec.destination.plugin.type === "stdout") {
-      return [
-        {
-          severity: "warning",
-          path: at(index, "destination"),
-          message: `exports '${other}' (exports[${earlier}]) and '${spec.name}' both write to stdout: run together, their bytes are concatenated into one stream`,
-          hint: `run them one at a time with -e ${spec.name}, or give them separate destinations`
-        }
-      ]
-    }
+    const other = config.exports[first]!.name
     return [
       {
-        severity: "error",
+        severity: "warning",
         path: at(index, "destination"),
-        message: `writes to the same destination as export '${other}' (exports[${earlier}].destination): each run's manifest.json and _SUCCESS would overwrite the other export's`,
-        hint: "give every export its own destination, e.g. a path or prefix named after the export"
+        message: `exports '${other}' (exports[${first}]) and '${spec.name}' both write to stdout: run together, their bytes are concatenated into one stream`,
+        hint: `run them one at a time with -e ${spec.name}, or give them separate destinations`
       }
     ]
   })
 }
 
 const LINTS: ReadonlyArray<Lint> = [
-  sharedDestination,
+  sharedStdout,
   gzipTextFormat,
   tinyFiles,
   largeBatch,

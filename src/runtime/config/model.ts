@@ -83,6 +83,11 @@ export interface ExportConfig {
   readonly notices?: ReadonlyArray<ConfigNotice> | undefined
   readonly format: Configured<FormatPlugin>
   readonly destination: Configured<SinkPlugin>
+  /**
+   * Another export of the config writes to the same destination: the markers are then named per export
+   * (`{export}.manifest.json`, `_SUCCESS.{export}`) instead of `manifest.json` and `_SUCCESS`.
+   */
+  readonly sharedDestination?: boolean | undefined
 }
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/

@@ -10,7 +10,11 @@ export type FindingCode =
   | "PART_CHECKSUM_MISMATCH"
   | "PART_ROW_COUNT"
   | "PART_UNREADABLE"
+  | "KEPT_MANIFEST_MISSING"
+  | "KEPT_MANIFEST_MISMATCH"
   | "UNTRACKED_OBJECT"
+  | "RUN_NOT_PUBLISHED"
+  | "STALE_MARKER"
   | "NOT_VERIFIED"
 
 /**
@@ -28,11 +32,11 @@ export interface Finding {
 }
 
 /**
- * Codes that are warnings by default: an untracked object may be a part of an earlier run (every run rewrites
- * `manifest.json`, so one manifest cannot vouch for older parts), and what could not be checked is not proven
- * wrong.
+ * Codes that are warnings by default: an untracked object may be a part of a run from before manifests were kept
+ * (or an extra copy: delivery is at-least-once); a kept run that did not publish lists complete parts; a marker of
+ * the other layout misleads only its readers; and what could not be checked is not proven wrong.
  */
-const WARNINGS: ReadonlySet<FindingCode> = new Set(["UNTRACKED_OBJECT", "NOT_VERIFIED"])
+const WARNINGS: ReadonlySet<FindingCode> = new Set(["UNTRACKED_OBJECT", "RUN_NOT_PUBLISHED", "STALE_MARKER", "NOT_VERIFIED"])
 
 export const finding = (code: FindingCode, object: string, message: string, strict: boolean): Finding => ({
   code,
@@ -48,9 +52,11 @@ export interface ExportValidation {
   readonly uri: string
   /** False when the destination cannot be listed or read back (stdout): nothing was checked. */
   readonly verifiable: boolean
-  /** Parts listed in the manifest (0 when there is none). */
+  /** Runs whose parts were checked: every kept run (or those asked for), else the run in the latest manifest. */
+  readonly runs: number
+  /** Distinct parts those runs' manifests list (0 when there is none). */
   readonly parts: number
-  /** Rows recorded in the manifest (0 when there is none). */
+  /** Rows those parts hold, as recorded in the manifests. */
   readonly rows: number
   readonly findings: ReadonlyArray<Finding>
 }

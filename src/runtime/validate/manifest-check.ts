@@ -4,7 +4,7 @@ import * as Schema from "effect/Schema"
 import { describeCause } from "../errors.js"
 import { invalidKeyReason } from "../keys.js"
 import { sha256Hex } from "../manifest.js"
-import { MANIFEST_KEY, SUCCESS_KEY } from "../naming.js"
+import type { MarkerKeys } from "../naming.js"
 import { type Finding, finding, formatCount } from "./findings.js"
 
 const Count = Schema.Int.pipe(Schema.nonNegative())
@@ -21,6 +21,7 @@ const StoredPart = Schema.Struct({
 /** The fields of `manifest.json` that validation relies on; others are ignored. */
 const StoredManifest = Schema.Struct({
   manifest_version: Schema.Literal(1),
+  run_id: Schema.optional(Schema.String),
   export_name: Schema.String,
   started_at: Schema.String,
   format: Schema.String,
@@ -57,25 +58,33 @@ const parseManifest = (bytes: Uint8Array): Either.Either<StoredManifest, string>
   })
 }
 
+/** The export a manifest's bytes belong to, or undefined when they are not a manifest. */
+export const manifestExportName = (bytes: Uint8Array): string | undefined => {
+  const parsed = parseManifest(bytes)
+  return Either.isRight(parsed) ? parsed.right.export_name : undefined
+}
+
 /**
- * Checks `manifest.json`: that it decodes, belongs to `exportName`, and that its totals agree with its parts (a
- * manifest edited by hand rarely keeps them consistent). Returns the manifest when its parts can be checked.
+ * Checks a manifest (`key`: the latest one or a kept copy): that it decodes, belongs to `exportName`, and that its
+ * totals agree with its parts (a manifest edited by hand rarely keeps them consistent). Returns the manifest when
+ * its parts can be checked.
  */
 export const checkManifest = (
   bytes: Uint8Array,
+  key: string,
   exportName: string,
   strict: boolean
 ): { readonly manifest?: StoredManifest; readonly findings: ReadonlyArray<Finding> } => {
   const parsed = parseManifest(bytes)
   if (Either.isLeft(parsed)) {
-    return { findings: [finding("MANIFEST_INVALID", MANIFEST_KEY, parsed.left, strict)] }
+    return { findings: [finding("MANIFEST_INVALID", key, parsed.left, strict)] }
   }
   const manifest = parsed.right
   const findings: Array<Finding> = []
-  const invalid = (message: string) => findings.push(finding("MANIFEST_INVALID", MANIFEST_KEY, message, strict))
+  const invalid = (message: string) => findings.push(finding("MANIFEST_INVALID", key, message, strict))
   if (manifest.export_name !== exportName) {
     invalid(
-      `belongs to export '${manifest.export_name}', not '${exportName}': do two exports share this destination?`
+      `belongs to export '${manifest.export_name}', not '${exportName}': does another config write to this destination?`
     )
   }
   const rows = manifest.parts.reduce((sum, part) => sum + part.rows, 0)
@@ -101,21 +110,22 @@ const SUCCESS_BODY = /^sha256:([0-9a-f]{64})\n$/
 export const checkSuccessMarker = (
   marker: Uint8Array,
   manifestBytes: Uint8Array,
+  keys: MarkerKeys,
   strict: boolean
 ): ReadonlyArray<Finding> => {
   const body = new TextDecoder().decode(marker)
   const match = SUCCESS_BODY.exec(body)
   if (match === null) {
     const shown = JSON.stringify(body.length > 80 ? `${body.slice(0, 80)}…` : body)
-    return [finding("SUCCESS_MALFORMED", SUCCESS_KEY, `holds ${shown}, expected sha256:<hex of ${MANIFEST_KEY}> and a newline`, strict)]
+    return [finding("SUCCESS_MALFORMED", keys.success, `holds ${shown}, expected sha256:<hex of ${keys.manifest}> and a newline`, strict)]
   }
   const actual = sha256Hex(manifestBytes)
   if (match[1] === actual) return []
   return [
     finding(
       "SUCCESS_STALE",
-      SUCCESS_KEY,
-      `records sha256:${match[1]} but ${MANIFEST_KEY} hashes to sha256:${actual}: the manifest changed after the run ` +
+      keys.success,
+      `records sha256:${match[1]} but ${keys.manifest} hashes to sha256:${actual}: the manifest changed after the run ` +
         "that wrote it finished, or a later run did not finish",
       strict
     )
