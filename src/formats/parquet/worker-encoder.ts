@@ -19,6 +19,12 @@ import type { EncoderInit, FromEncoder, ToEncoder } from "./worker-protocol.js"
  */
 const WORKER_URL = new URL("./parquet-worker.js", import.meta.url)
 const IN_FLIGHT = 1
+/**
+ * The encoder thread's values live in ArrayBuffers outside the JS heap, so a small young generation costs it no
+ * time: on bench_2m 8 MiB instead of V8's default saves ~20 MB of peak RSS at the same speed (4 MiB: ~30 MB, a
+ * little slower).
+ */
+const YOUNG_GENERATION_MB = 8
 
 /**
  * Whether parts are encoded on a thread: with a second core, from the built code (run from sources, as in unit
@@ -80,7 +86,10 @@ const stoppedReply = (part: number, reason: string): FromEncoder => {
 const startThread = (config: ParquetConfig): Effect.Effect<EncoderThread, FormatError> =>
   Effect.try({
     try: () => {
-      const worker = new Worker(WORKER_URL, { workerData: { config } satisfies EncoderInit })
+      const worker = new Worker(WORKER_URL, {
+        workerData: { config } satisfies EncoderInit,
+        resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB }
+      })
       const thread: EncoderThread = { worker, parts: new Map(), stopped: undefined, nextPart: 0 }
       worker.on("message", (message: FromEncoder) => {
         const inbox = thread.parts.get(message.part)
