@@ -10,10 +10,15 @@ const staging = `${target}.tmp-${process.pid}`
 const previous = `${target}.old-${process.pid}`
 
 await build({
-  entryPoints: { main: "dist/cli/main.js", worker: "dist/runtime/lanes/worker.js" },
+  entryPoints: {
+    main: "dist/cli/main.js",
+    worker: "dist/runtime/lanes/worker.js",
+    "parquet-worker": "dist/formats/parquet/parquet-worker.js"
+  },
   outdir: staging,
   bundle: true,
-  // Shared chunks keep main and worker beside each other, where the lanes runner looks for `./worker.js`.
+  // Shared chunks keep main and the workers beside each other, where the lanes runner looks for `./worker.js` and
+  // the Parquet format for `./parquet-worker.js`.
   splitting: true,
   format: "esm",
   platform: "node",

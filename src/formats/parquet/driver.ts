@@ -1,12 +1,14 @@
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { BatchSchema } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
 import type { FormatDriverShape, PartInfo } from "../../runtime/plugin.js"
 import { type ParquetConfig, rowGroupLimits } from "./config.js"
-import { makeCodec } from "./compressors.js"
+import { type Codec, makeCodec } from "./compressors.js"
 import { countParquetRows } from "./count-rows.js"
 import { makePartEncoder } from "./encoder.js"
 import { schemaProblems } from "./schema.js"
+import { encoderThreadWanted, makeEncoderThreads } from "./worker-encoder.js"
 
 /** Fails with every reason the schema cannot be written as Parquet. */
 const validate = Effect.fn("ParquetFormat.validate")(function* (schema: BatchSchema) {
@@ -22,23 +24,40 @@ const validate = Effect.fn("ParquetFormat.validate")(function* (schema: BatchSch
   )
 })
 
-/** The Parquet format driver for one export's config (loads the zstd compressor when configured). */
-export const makeParquetDriver = (config: ParquetConfig): Effect.Effect<FormatDriverShape, FormatError> =>
-  Effect.map(makeCodec(config), (codec) => ({
-    extension: "parquet",
-    contentType: "application/vnd.apache.parquet",
-    compression: codec.label,
-    validate,
-    countRows: countParquetRows,
-    open: Effect.fn("ParquetFormat.open")(function* (schema: BatchSchema, part?: PartInfo) {
-      yield* validate(schema)
-      return yield* Effect.try({
-        try: () => {
-          const limits = rowGroupLimits(config)
-          return makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes }, part)
-        },
-        catch: (cause) =>
-          new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })
-      })
+/**
+ * The Parquet format driver for one export's config (loads the zstd compressor when configured). Parts are encoded
+ * on a thread of the export's own when `env` allows it (see `encoderThreadWanted`); the thread ends with the scope.
+ */
+export const makeParquetDriver = (
+  config: ParquetConfig,
+  env: Readonly<Record<string, string | undefined>> = {}
+): Effect.Effect<FormatDriverShape, FormatError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const codec = yield* makeCodec(config)
+    const threads = encoderThreadWanted(env) ? makeEncoderThreads(config, yield* Effect.scope) : undefined
+    return driverOf(config, codec, threads)
+  })
+
+const driverOf = (
+  config: ParquetConfig,
+  codec: Codec,
+  threads: ReturnType<typeof makeEncoderThreads> | undefined
+): FormatDriverShape => ({
+  extension: "parquet",
+  contentType: "application/vnd.apache.parquet",
+  compression: codec.label,
+  validate,
+  countRows: countParquetRows,
+  open: Effect.fn("ParquetFormat.open")(function* (schema: BatchSchema, part?: PartInfo) {
+    yield* validate(schema)
+    if (threads !== undefined) return yield* threads.open(schema, part)
+    return yield* Effect.try({
+      try: () => {
+        const limits = rowGroupLimits(config)
+        return makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes }, part)
+      },
+      catch: (cause) =>
+        new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })
     })
-  }))
+  })
+})

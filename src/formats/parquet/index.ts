@@ -8,7 +8,7 @@ export default defineFormat({
   type: "parquet",
   config: ParquetConfig,
   description: "Apache Parquet: typed columns, zstd/snappy/gzip, written one row group at a time.",
-  make: (config) => Layer.effect(FormatDriver, makeParquetDriver(config))
+  make: (config, context) => Layer.scoped(FormatDriver, makeParquetDriver(config, context.env))
 })
 
 export { ParquetConfig } from "./config.js"

@@ -1,0 +1,114 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import postgres from "postgres"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type * as Library from "../../src/index.js"
+import { readRows } from "../formats/parquet/read-back.js"
+import { runCli, writeConfig } from "../support/cli.js"
+import { testPgUrl } from "../support/pg.js"
+
+const TABLE = "e2e_parquet_thread"
+const ROWS = 30_000
+
+const setup = async () => {
+  const sql = postgres(testPgUrl(), { max: 1, onnotice: () => {} })
+  await sql.unsafe(`
+    DROP TABLE IF EXISTS ${TABLE};
+    CREATE TABLE ${TABLE} AS
+    SELECT i AS id,
+           CASE WHEN i % 7 = 0 THEN NULL ELSE (i * 37 % 100000) / 100.0 END::numeric(12,2) AS amount,
+           'name ' || i AS name,
+           (ARRAY['new','paid','shipped'])[1 + i % 3] AS status,
+           jsonb_build_object('i', i, 'big', 12345678901234567890::numeric + i) AS doc,
+           md5(i::text)::uuid AS uid,
+           timestamptz '2020-01-01 00:00:00+00' + i * interval '1.000001 second' AS at,
+           CASE WHEN i % 5 = 0 THEN NULL ELSE ARRAY['t' || (i % 4), NULL] END AS tags
+    FROM generate_series(1, ${ROWS}) AS i
+  `)
+  await sql.end()
+}
+
+const exportWith = async (env: Record<string, string>, extra = "") => {
+  const config = writeConfig(`
+source: { type: postgres, url: "${testPgUrl()}" }
+exports:
+  - name: threaded
+    query: "SELECT * FROM ${TABLE} ORDER BY id"
+    format: parquet
+    batch_size: 2000
+    row_group_size: 2000
+    max_file_size: 100KiB
+${extra}
+    destination: { type: local, path: out }
+`)
+  const result = await runCli(["run", "-c", config], { env })
+  const out = path.join(path.dirname(config), "out")
+  const files = fs.existsSync(out) ? fs.readdirSync(out).sort() : []
+  return { result, out, files }
+}
+
+const rowsOf = async (out: string, files: ReadonlyArray<string>) => {
+  const rows: Array<Record<string, unknown>> = []
+  for (const file of files.filter((name) => name.endsWith(".parquet"))) {
+    const bytes = fs.readFileSync(path.join(out, file))
+    rows.push(...(await readRows(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))))
+  }
+  return rows
+}
+
+describe("Parquet encoded on the export's encoder thread (the CLI's default with two cores)", () => {
+  beforeAll(setup)
+  afterAll(async () => {
+    const sql = postgres(testPgUrl(), { max: 1, onnotice: () => {} })
+    await sql.unsafe(`DROP TABLE IF EXISTS ${TABLE}`)
+    await sql.end()
+  })
+
+  it("writes the same parts and rows as encoding on the reading thread", async () => {
+    const threaded = await exportWith({})
+    const inline = await exportWith({ RIVET_PARQUET_THREAD: "0" })
+    expect(threaded.result.code, threaded.result.stderr).toBe(0)
+    expect(inline.result.code, inline.result.stderr).toBe(0)
+    const parts = (files: ReadonlyArray<string>) => files.filter((name) => name.endsWith(".parquet")).length
+    // Parts rotate on both paths; on the thread the encoded bytes trail the batches by one, so a part may hold
+    // one batch more before it reaches max_file_size.
+    expect(parts(inline.files)).toBeGreaterThan(2)
+    expect(parts(threaded.files)).toBeGreaterThan(2)
+    const rows = await rowsOf(threaded.out, threaded.files)
+    expect(rows).toHaveLength(ROWS)
+    expect(rows).toEqual(await rowsOf(inline.out, inline.files))
+    expect(threaded.files).toContain("_SUCCESS")
+  })
+
+  it("a value the thread cannot encode fails the run with the reading thread's message, and nothing is published", async () => {
+    // The built library (dist/), as a program would use it: there the encoder thread's entry exists.
+    const { mapRows, runExports } = (await import("../../dist/index.js")) as typeof Library
+    // Every amount fits decimal(4,2) but row 4321's, which the source cannot see: only the encoder can refuse it.
+    const widen = mapRows((row) => ({ ...row, amount: row.id === 4321 ? "123456.78" : "1.00" }), (schema) => ({
+      columns: schema.columns.map((column) =>
+        column.name === "amount" ? { ...column, type: { kind: "decimal" as const, precision: 4, scale: 2 } } : column
+      )
+    }))
+    for (const env of [{}, { RIVET_PARQUET_THREAD: "0" }]) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-thread-fail-"))
+      const saved = process.env["RIVET_PARQUET_THREAD"]
+      Object.assign(process.env, env)
+      const failure = await runExports(
+        {
+          source: { type: "postgres", url: testPgUrl() },
+          exports: [{ name: "threaded", query: `SELECT * FROM ${TABLE} ORDER BY id`, format: "parquet", destination: { type: "local", path: dir } }]
+        },
+        { transforms: { threaded: widen } }
+      ).then(
+        () => undefined,
+        (error: unknown) => error as { message: string }
+      )
+      if (saved === undefined) delete process.env["RIVET_PARQUET_THREAD"]
+      else process.env["RIVET_PARQUET_THREAD"] = saved
+      expect(failure?.message).toContain('column "amount", row')
+      expect(failure?.message).toContain("does not fit decimal(4,2)")
+      expect(fs.readdirSync(dir)).toEqual([])
+    }
+  })
+})
