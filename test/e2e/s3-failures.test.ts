@@ -163,7 +163,12 @@ describe("rivet run → s3: retries and failures", () => {
     expect(run.interrupted).toBe(true)
     expect(run.code).toBe(130)
     expect(countOf(run.requests, "CompleteMultipartUpload")).toBe(0)
-    expect(countOf(run.requests, "AbortMultipartUpload", 204)).toBe(1)
+    // The upload is aborted once; when the signal lands while the abort is in flight, its response can be cut
+    // (logged without a status) and the cleanup's own abort then finds the upload gone (404). Either way none is
+    // left open.
+    const aborts = run.requests.filter((request) => request.operation === "AbortMultipartUpload")
+    expect(aborts.length).toBeGreaterThanOrEqual(1)
+    expect(aborts.filter((request) => request.status === 204 || request.status === 0).length).toBe(1)
     await expectNothingLeft("interrupt/")
   })
 })
