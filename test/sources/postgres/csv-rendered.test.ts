@@ -49,6 +49,10 @@ const floatTexts = () => {
   // Every power of two a float4 holds (where the rounding interval is lopsided), and decimal edges.
   for (let e = -149; e <= 127; e++) reals.push(`${2 ** e}`)
   for (let e = -30; e <= 30; e++) doubles.push(`1e${e}`, `1.5e${e}`, `-123456789e${e}`)
+  // Both sides of the range PostgreSQL writes in fixed notation (the expression's fast path): [1e-4, 1e6) for
+  // float4, [1e-4, 1e15) for float8.
+  reals.push("0.0001", "-0.0001", "0.000099999", "999999.94", "-999999.94", "1000000", "123456.7")
+  doubles.push("0.0001", "-0.0001", "0.00009999999999999999", "999999999999999.9", "-999999999999999.9", "1e15", "999999999999999.875")
   return { reals, doubles }
 }
 
