@@ -7,7 +7,8 @@ import postgres from "postgres"
 import { describeCause, StateError } from "../runtime/errors.js"
 import { connectionTarget, displayAddress, isUrlProblem, makeScrubber, parsePostgresUrl } from "../sources/postgres/url.js"
 import { migrate } from "./migrations.js"
-import { retryingBackend } from "./retrying.js"
+import type { RetryPolicy } from "../runtime/retry.js"
+import { retryingBackend, STATE_RETRY_POLICY } from "./retrying.js"
 import type { SqlExecutor, SqlRow } from "./sql.js"
 import { makeSqlStore } from "./sql-store.js"
 import { StateStore } from "./store.js"
@@ -58,9 +59,10 @@ class Rollback {
 
 /**
  * The state store in PostgreSQL (`RIVET_STATE_URL`): the same tables as the SQLite file, created on first connect
- * in the URL's default schema. Messages show the URL with its password masked, never the password.
+ * in the URL's default schema. Messages show the URL with its password masked, never the password. Transient
+ * failures are retried with `retry` (default: the state's own policy, which outwaits about half a minute).
  */
-export const postgresStateLayer = (url: string): Layer.Layer<StateStore, StateError> =>
+export const postgresStateLayer = (url: string, retry: RetryPolicy = STATE_RETRY_POLICY): Layer.Layer<StateStore, StateError> =>
   Layer.scoped(
     StateStore,
     Effect.gen(function* () {
@@ -124,7 +126,7 @@ export const postgresStateLayer = (url: string): Layer.Layer<StateStore, StateEr
           )
         )
 
-      const backend = retryingBackend({ location, ...executorOf(sql), transaction, migrationLock: MIGRATION_LOCK })
+      const backend = retryingBackend({ location, ...executorOf(sql), transaction, migrationLock: MIGRATION_LOCK }, retry)
       yield* migrate(backend)
       return makeSqlStore(backend)
     })

@@ -411,21 +411,14 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
 
   const reset = Effect.fn("StateStore.reset")(function* (exportName: string) {
     const now = yield* nowIso
-    return yield* db.transaction((tx) =>
+    const outcome = yield* db.transaction((tx) =>
       Effect.gen(function* () {
         // Resetting under a running export would pull its cursor and checkpoints away while it runs.
         const held = yield* tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE export_name = ? AND expires_at > ?`, [
           exportName,
           now
         ])
-        if (held[0] !== undefined) {
-          const holder = toLease(held[0])
-          return yield* new StateError({
-            message: `export '${exportName}' is being run by ${holder.runId === undefined ? "a run not journaled yet" : `run '${holder.runId}'`} (pid ${holder.pid} on ${holder.host}): its state is not reset while it runs`,
-            hint: `reset it once that run has finished (its lease expires at ${holder.expiresAt} if its process is gone)`,
-            retryable: true
-          })
-        }
+        if (held[0] !== undefined) return { _tag: "Held" as const, holder: toLease(held[0]) }
         const cursorsCleared = yield* tx.run("DELETE FROM rivet_cursors WHERE export_name = ?", [exportName])
         yield* tx.run("DELETE FROM rivet_schema_baselines WHERE export_name = ?", [exportName])
         const abandonedRuns = yield* tx.run(
@@ -433,9 +426,18 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
            WHERE export_name = ? AND ${UNFINISHED}`,
           [now, exportName]
         )
-        return { cursor: cursorsCleared > 0, abandonedRuns }
+        return { _tag: "Reset" as const, cursor: cursorsCleared > 0, abandonedRuns }
       })
     )
+    if (outcome._tag === "Reset") return { cursor: outcome.cursor, abandonedRuns: outcome.abandonedRuns }
+    // Failed outside the transaction: the backend retries transient errors, and a held lease is no reason to wait
+    // there (retryable here means "try the command again later").
+    const { holder } = outcome
+    return yield* new StateError({
+      message: `export '${exportName}' is being run by ${holder.runId === undefined ? "a run not journaled yet" : `run '${holder.runId}'`} (pid ${holder.pid} on ${holder.host}): its state is not reset while it runs`,
+      hint: `reset it once that run has finished (its lease expires at ${holder.expiresAt} if its process is gone)`,
+      retryable: true
+    })
   })
 
   const schemaBaseline = Effect.fn("StateStore.schemaBaseline")(function* (exportName: string) {

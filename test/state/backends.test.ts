@@ -160,7 +160,8 @@ describe("PostgreSQL backend", () => {
     expect(location).not.toContain("s3cret-pw")
 
     withPassword.port = "1"
-    const error = await failureOf(postgresStateLayer(withPassword.toString()), StateStore)
+    // A refused connection is transient: one quick retry is enough to see the message it ends with.
+    const error = await failureOf(postgresStateLayer(withPassword.toString(), { maxRetries: 1, initialDelay: "10 millis", maxDelay: "10 millis" }), StateStore)
     expect(error.message).toContain(":***@127.0.0.1:1")
     expect(`${error.message} ${error.hint}`).not.toContain("s3cret-pw")
     expect(error.hint).toContain("RIVET_STATE_URL")
