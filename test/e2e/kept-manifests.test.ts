@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import { DeleteObjectCommand, S3Client } from "@aws-sdk/client-s3"
+import { DeleteObjectCommand, type S3Client } from "@aws-sdk/client-s3"
 import * as Effect from "effect/Effect"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -12,7 +12,7 @@ import { runCli, writeConfig } from "../support/cli.js"
 import { filesUnder, readManifest } from "../support/output.js"
 import { testPgUrl } from "../support/pg.js"
 import type { S3TestServer } from "../support/s3/server.js"
-import { configFile, expectCommitted, isolateAwsEnv, runLogged, s3Destination, serverEnv, startWithBucket } from "./s3-support.js"
+import { configFile, expectCommitted, isolateAwsEnv, runLogged, s3Destination, serverEnv, startWithBucket, testS3Client } from "./s3-support.js"
 
 // Every run keeps its manifest under _manifests/{run_id}.json: an incremental destination with many runs validates
 // clean (each earlier run's parts are listed by its kept manifest), a part deleted from an old run is found, and a
@@ -180,14 +180,7 @@ describe("kept run manifests (S3)", () => {
     process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] = "true"
     server = await startWithBucket(BUCKET)
     env = serverEnv(server)
-    s3 = new S3Client({
-      endpoint: server.endpoint,
-      region: server.region,
-      forcePathStyle: true,
-      credentials: server.credentials,
-      requestChecksumCalculation: "WHEN_REQUIRED",
-      responseChecksumValidation: "WHEN_REQUIRED"
-    })
+    s3 = testS3Client(server)
   })
   afterAll(async () => {
     s3?.destroy()

@@ -1,3 +1,4 @@
+import { S3Client } from "@aws-sdk/client-s3"
 import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
@@ -56,6 +57,17 @@ export const envCredentials = (server: S3TestServer): Record<string, string> => 
 })
 
 /** The environment a CLI run needs to reach `server` with its valid key pair, and nothing ambient. */
+/** An AWS SDK client for the test server, to look at what a run stored (checksums only where S3 requires them). */
+export const testS3Client = (server: S3TestServer): S3Client =>
+  new S3Client({
+    endpoint: server.endpoint,
+    region: server.region,
+    forcePathStyle: true,
+    credentials: server.credentials,
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED"
+  })
+
 export const serverEnv = (server: S3TestServer): Record<string, string> => ({
   ...noAmbientCredentials(),
   ...envCredentials(server)

@@ -1,4 +1,4 @@
-import { DeleteObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3"
+import { DeleteObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
@@ -12,7 +12,8 @@ import {
   s3Destination,
   serverEnv,
   sha256Hex,
-  startWithBucket
+  startWithBucket,
+  testS3Client
 } from "./s3-support.js"
 
 // `rivet run --validate` and `rivet validate` against the S3 test server: listing and reading back through the sink.
@@ -29,14 +30,7 @@ beforeAll(async () => {
   process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] = "true"
   server = await startWithBucket(BUCKET)
   env = serverEnv(server)
-  s3 = new S3Client({
-    endpoint: server.endpoint,
-    region: server.region,
-    forcePathStyle: true,
-    credentials: server.credentials,
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED"
-  })
+  s3 = testS3Client(server)
 })
 afterAll(async () => {
   s3?.destroy()
