@@ -15,15 +15,13 @@ import {
   toUnit,
   UNFINISHED
 } from "./rows.js"
+import { makeSqlLeases, requireLease } from "./sql-leases.js"
 import { int, text, type SqlBackend, type SqlExecutor, type SqlValue } from "./sql.js"
 import type {
   CursorState,
   ExportSummary,
-  LeaseAcquisition,
   LeaseHolder,
   LeaseProof,
-  LeaseRenewal,
-  LeaseRequest,
   RunOutcome,
   RunRecord,
   SchemaBaseline,
@@ -44,16 +42,6 @@ const sameCursor = (a: CursorState | undefined, b: CursorState | undefined): boo
 
 const showCursor = (cursor: CursorState | undefined): string =>
   cursor === undefined ? "none (no cursor stored)" : `${cursor.column} = ${cursor.value}`
-
-const leaseFields = (request: LeaseRequest, now: string, expiresAt: string) => ({
-  exportName: request.exportName,
-  runId: undefined,
-  pid: request.pid,
-  host: request.host,
-  acquiredAt: now,
-  heartbeatAt: now,
-  expiresAt
-})
 
 export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
   const noSuchRun = (runId: string) =>
@@ -191,100 +179,7 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
     )
   })
 
-  /** Fails unless `proof` still holds its lease: a run that lost its lease must not write as if it had it. */
-  const requireLease = (tx: SqlExecutor, proof: LeaseProof, runId: string) =>
-    Effect.flatMap(tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = ?`, [proof.key]), (rows) => {
-      const row = rows[0]
-      if (row !== undefined && text(row["token"]) === proof.token) return Effect.void
-      const holder = row === undefined ? undefined : toLease(row)
-      return Effect.fail(
-        new StateError({
-          message: `run '${runId}' no longer holds the lease on '${proof.key}'${holder ? `: run ${holder.runId ?? "(not journaled yet)"} (pid ${holder.pid} on ${holder.host}) took it over` : ""}`,
-          hint: "its heartbeat stopped for longer than the lease's time to live (the process was paused or could not reach the state); raise RIVET_LEASE_TTL if runs stall that long"
-        })
-      )
-    })
-
-  const acquireLease = Effect.fn("StateStore.acquireLease")(function* (request: LeaseRequest) {
-    const now = yield* Clock.currentTimeMillis
-    const nowText = new Date(now).toISOString()
-    const expiresAt = new Date(now + request.ttlMs).toISOString()
-    return yield* db.transaction((tx): Effect.Effect<LeaseAcquisition, StateError> =>
-      Effect.gen(function* () {
-        const rows = yield* tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = ?`, [request.key])
-        const current = rows[0]
-        const fields = [request.exportName, request.token, request.pid, request.host, nowText, nowText, expiresAt]
-        // Both writes are conditional, so of two runs racing for the lease (PostgreSQL runs them concurrently)
-        // exactly one changes the row; the other reads the winner back and reports it as the holder.
-        const heldBy = Effect.map(
-          tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = ?`, [request.key]),
-          (again): LeaseAcquisition => ({ _tag: "Held", holder: toLease(again[0] ?? current ?? {}) })
-        )
-        if (current === undefined) {
-          const inserted = yield* tx.run(
-            `INSERT INTO rivet_leases (lease_key, export_name, token, pid, host, acquired_at, heartbeat_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (lease_key) DO NOTHING`,
-            [request.key, ...fields]
-          )
-          if (inserted === 0) return yield* heldBy
-          return { _tag: "Acquired", holder: { key: request.key, ...leaseFields(request, nowText, expiresAt) } } as const
-        }
-        const holder = toLease(current)
-        const ours = text(current["token"]) === request.token
-        if (!ours && holder.expiresAt > nowText && request.isGone?.(holder) !== true) return { _tag: "Held", holder } as const
-        const changed = yield* tx.run(
-          `UPDATE rivet_leases SET export_name = ?, token = ?, run_id = NULL, pid = ?, host = ?, acquired_at = ?,
-             heartbeat_at = ?, expires_at = ? WHERE lease_key = ? AND token = ?`,
-          [...fields, request.key, text(current["token"])]
-        )
-        if (changed === 0) return yield* heldBy
-        return {
-          _tag: "Acquired",
-          holder: { key: request.key, ...leaseFields(request, nowText, expiresAt) },
-          ...(ours ? {} : { takenOver: holder })
-        } as const
-      })
-    )
-  })
-
-  const renewLease = Effect.fn("StateStore.renewLease")(function* (
-    proof: LeaseProof,
-    ttlMs: number,
-    runId?: string | undefined
-  ) {
-    const now = yield* Clock.currentTimeMillis
-    const nowText = new Date(now).toISOString()
-    const expiresAt = new Date(now + ttlMs).toISOString()
-    return yield* db.transaction((tx): Effect.Effect<LeaseRenewal, StateError> =>
-      Effect.gen(function* () {
-        yield* tx.run(
-          `UPDATE rivet_leases SET heartbeat_at = ?, expires_at = ?, run_id = COALESCE(?, run_id)
-           WHERE lease_key = ? AND token = ?`,
-          [nowText, expiresAt, runId ?? null, proof.key, proof.token]
-        )
-        const rows = yield* tx.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE lease_key = ?`, [proof.key])
-        const row = rows[0]
-        if (row === undefined) return { _tag: "Lost" } as const
-        return text(row["token"]) === proof.token
-          ? ({ _tag: "Renewed", holder: toLease(row) } as const)
-          : ({ _tag: "Lost", holder: toLease(row) } as const)
-      })
-    )
-  })
-
-  const releaseLease = Effect.fn("StateStore.releaseLease")(function* (proof: LeaseProof) {
-    yield* db.run("DELETE FROM rivet_leases WHERE lease_key = ? AND token = ?", [proof.key, proof.token])
-  })
-
-  const leases = Effect.fn("StateStore.leases")(function* (exportName?: string | undefined) {
-    const rows =
-      exportName === undefined
-        ? yield* db.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases ORDER BY lease_key`)
-        : yield* db.all(`SELECT ${LEASE_COLUMNS} FROM rivet_leases WHERE export_name = ? ORDER BY lease_key`, [
-            exportName
-          ])
-    return rows.map(toLease)
-  })
+  const { acquireLease, renewLease, releaseLease, leases } = makeSqlLeases(db)
 
   const run = Effect.fn("StateStore.run")(function* (runId: string) {
     const rows = yield* db.all(`SELECT ${RUN_COLUMNS} FROM rivet_runs WHERE run_id = ?`, [runId])
