@@ -13,12 +13,12 @@ await build({
   entryPoints: {
     main: "dist/cli/main.js",
     worker: "dist/runtime/lanes/worker.js",
-    "parquet-worker": "dist/formats/parquet/parquet-worker.js"
+    "encoder-worker": "dist/formats/thread/encoder-worker.js"
   },
   outdir: staging,
   bundle: true,
   // Shared chunks keep main and the workers beside each other, where the lanes runner looks for `./worker.js` and
-  // the Parquet format for `./parquet-worker.js`.
+  // the formats for `./encoder-worker.js`.
   splitting: true,
   format: "esm",
   platform: "node",

@@ -26,7 +26,7 @@ const FILES = [
   "test/e2e/all-types.test.ts",
   "test/e2e/s3.test.ts",
   "test/e2e/lanes.test.ts",
-  "test/e2e/parquet-thread.test.ts",
+  "test/e2e/encoder-thread.test.ts",
   "test/e2e/doctor.test.ts",
   "test/e2e/local-faults.test.ts",
   "test/e2e/plugins-arrow.test.ts",

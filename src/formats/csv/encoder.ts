@@ -99,3 +99,7 @@ export const makeRenderedCsvEncoder = (schema: BatchSchema): RenderedPartEncoder
     finish: Effect.sync(() => withHeader([]))
   }
 }
+
+/** Opens an uncompressed CSV part from batches (on the reading thread or the encoder thread). */
+export const csvPartOpener = (schema: BatchSchema): Effect.Effect<PartEncoder, FormatError> =>
+  Effect.map(csvFields(schema), (fields) => makeCsvEncoder(schema, fields))

@@ -88,3 +88,7 @@ export const makeNdjsonEncoder = (schema: BatchSchema, fields: ReadonlyArray<Fie
     finish: Effect.succeed([])
   }
 }
+
+/** Opens an uncompressed NDJSON part (on the reading thread or the encoder thread). */
+export const ndjsonPartOpener = (schema: BatchSchema): Effect.Effect<PartEncoder, FormatError> =>
+  Effect.map(ndjsonFields(schema), (fields) => makeNdjsonEncoder(schema, fields))

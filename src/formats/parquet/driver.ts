@@ -4,11 +4,11 @@ import type { BatchSchema } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
 import type { FormatDriverShape, PartInfo } from "../../runtime/plugin.js"
 import { type ParquetConfig, rowGroupLimits } from "./config.js"
-import { type Codec, makeCodec } from "./compressors.js"
+import { makeCodec } from "./compressors.js"
 import { countParquetRows } from "./count-rows.js"
 import { makePartEncoder } from "./encoder.js"
 import { schemaProblems } from "./schema.js"
-import { encoderThreadWanted, makeEncoderThreads } from "./worker-encoder.js"
+import { encoderThreadWanted, makeEncoderThread, type ThreadedOpen } from "../thread/encoder-thread.js"
 
 /** Fails with every reason the schema cannot be written as Parquet. */
 const validate = Effect.fn("ParquetFormat.validate")(function* (schema: BatchSchema) {
@@ -24,6 +24,19 @@ const validate = Effect.fn("ParquetFormat.validate")(function* (schema: BatchSch
   )
 })
 
+/** Opens Parquet parts on the calling thread (the encoder thread's way, and the fallback without one). */
+export const parquetPartOpener = (config: ParquetConfig): Effect.Effect<ThreadedOpen, FormatError> =>
+  Effect.map(makeCodec(config), (codec) => (schema, part) =>
+    Effect.try({
+      try: () => {
+        const limits = rowGroupLimits(config)
+        return makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes }, part)
+      },
+      catch: (cause) =>
+        new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })
+    })
+  )
+
 /**
  * The Parquet format driver for one export's config (loads the zstd compressor when configured). Parts are encoded
  * on a thread of the export's own when `env` allows it (see `encoderThreadWanted`); the thread ends with the scope.
@@ -33,31 +46,19 @@ export const makeParquetDriver = (
   env: Readonly<Record<string, string | undefined>> = {}
 ): Effect.Effect<FormatDriverShape, FormatError, Scope.Scope> =>
   Effect.gen(function* () {
-    const codec = yield* makeCodec(config)
-    const threads = encoderThreadWanted(env) ? makeEncoderThreads(config, yield* Effect.scope) : undefined
-    return driverOf(config, codec, threads)
+    // With a thread, the codec is loaded there (a failure to load it fails the first part).
+    const open = encoderThreadWanted(env)
+      ? makeEncoderThread({ format: "parquet", config }, yield* Effect.scope)
+      : yield* parquetPartOpener(config)
+    return {
+      extension: "parquet",
+      contentType: "application/vnd.apache.parquet",
+      compression: config.compression,
+      validate,
+      countRows: countParquetRows,
+      open: Effect.fn("ParquetFormat.open")(function* (schema: BatchSchema, part?: PartInfo) {
+        yield* validate(schema)
+        return yield* open(schema, part)
+      })
+    }
   })
-
-const driverOf = (
-  config: ParquetConfig,
-  codec: Codec,
-  threads: ReturnType<typeof makeEncoderThreads> | undefined
-): FormatDriverShape => ({
-  extension: "parquet",
-  contentType: "application/vnd.apache.parquet",
-  compression: codec.label,
-  validate,
-  countRows: countParquetRows,
-  open: Effect.fn("ParquetFormat.open")(function* (schema: BatchSchema, part?: PartInfo) {
-    yield* validate(schema)
-    if (threads !== undefined) return yield* threads.open(schema, part)
-    return yield* Effect.try({
-      try: () => {
-        const limits = rowGroupLimits(config)
-        return makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes }, part)
-      },
-      catch: (cause) =>
-        new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })
-    })
-  })
-})

@@ -47,7 +47,7 @@ const openDrivers = Effect.gen(function* () {
   const spec = config.exports.find((candidate) => candidate.name === init.exportName)
   if (spec === undefined) return yield* changed(`it no longer defines the export`)
   // The lanes already keep the cores busy: a lane encodes its Parquet parts itself, without a thread of its own.
-  const laneEnv = { ...init.env, RIVET_PARQUET_THREAD: "0" }
+  const laneEnv = { ...init.env, RIVET_ENCODER_THREAD: "0" }
   const drivers = yield* Layer.build(Layer.merge(sourceLayer(config, init.env, 1), exportLayer(config, spec, laneEnv)))
   const source = Context.get(drivers, SourceDriver)
   const format = Context.get(drivers, FormatDriver)

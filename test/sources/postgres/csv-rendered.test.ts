@@ -108,7 +108,7 @@ afterAll(async () => {
   await sql.end()
 })
 
-const csv: FormatDriverShape = makeCsvDriver({ compression: "none" })
+const csv: FormatDriverShape = Effect.runSync(Effect.scoped(makeCsvDriver({ compression: "none" })))
 
 /** The typed path: batches from the source, encoded by the CSV format. */
 const typedCsv = (q: SourceQuery) =>

@@ -8,31 +8,30 @@ import { Worker } from "node:worker_threads"
 import type { Batch, BatchSchema, ColumnData } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
 import type { PartEncoder, PartInfo } from "../../runtime/plugin.js"
-import type { ParquetConfig } from "./config.js"
-import type { EncoderInit, FromEncoder, ToEncoder } from "./worker-protocol.js"
+import type { EncoderInit, FromEncoder, ToEncoder } from "./protocol.js"
 
 /**
- * Parquet parts encoded on a thread of their own: the reading thread decodes the source's rows into batches while
- * the encoder thread turns the previous ones into pages, so an export uses a second core. Batches are copied into
+ * Parts encoded on a thread of the export's own: the reading thread decodes the source's rows into batches while
+ * the encoder thread turns the previous ones into bytes, so an export uses a second core. Batches are copied into
  * buffers of their own and transferred; at most `IN_FLIGHT` of a part's batches wait for the encoder, which bounds
  * memory and lets backpressure reach the source.
  */
-const WORKER_URL = new URL("./parquet-worker.js", import.meta.url)
+const WORKER_URL = new URL("./encoder-worker.js", import.meta.url)
 const IN_FLIGHT = 1
 /**
  * The encoder thread's values live in ArrayBuffers outside the JS heap, so a small young generation costs it no
- * time: on bench_2m 8 MiB instead of V8's default saves ~20 MB of peak RSS at the same speed (4 MiB: ~30 MB, a
- * little slower).
+ * time: on bench_2m (Parquet) 8 MiB instead of V8's default saves ~20 MB of peak RSS at the same speed (4 MiB:
+ * ~30 MB, a little slower).
  */
 const YOUNG_GENERATION_MB = 8
 
 /**
  * Whether parts are encoded on a thread: with a second core, from the built code (run from sources, as in unit
- * tests, there is no .js worker beside this module), and unless `RIVET_PARQUET_THREAD=0` (which chunk worker
+ * tests, there is no .js worker beside this module), and unless `RIVET_ENCODER_THREAD=0` (which chunk worker
  * threads set: their lanes already use the cores).
  */
 export const encoderThreadWanted = (env: Readonly<Record<string, string | undefined>>): boolean =>
-  env["RIVET_PARQUET_THREAD"] !== "0" && availableParallelism() > 1 && existsSync(fileURLToPath(WORKER_URL))
+  env["RIVET_ENCODER_THREAD"] !== "0" && availableParallelism() > 1 && existsSync(fileURLToPath(WORKER_URL))
 
 /** A column's buffers copied into ArrayBuffers of its own (a batch's buffers may be views into shared ones). */
 const ownedCopy = (data: ColumnData, buffers: Array<ArrayBuffer>): ColumnData => {
@@ -71,23 +70,18 @@ interface EncoderThread {
   nextPart: number
 }
 
-const threadStopped = (reason: string) =>
+const threadStopped = (format: string, reason: string) =>
   new FormatError({
-    format: "parquet",
-    message: `the Parquet encoder thread stopped (${reason})`,
-    hint: "run again; if it recurs, set RIVET_PARQUET_THREAD=0 to encode on the reading thread and report the issue"
+    format,
+    message: `the ${format} encoder thread stopped (${reason})`,
+    hint: "run again; if it recurs, set RIVET_ENCODER_THREAD=0 to encode on the reading thread and report the issue"
   })
 
-const stoppedReply = (part: number, reason: string): FromEncoder => {
-  const error = threadStopped(reason)
-  return { _tag: "Failed", part, message: error.message, hint: error.hint }
-}
-
-const startThread = (config: ParquetConfig): Effect.Effect<EncoderThread, FormatError> =>
+const startThread = (init: EncoderInit): Effect.Effect<EncoderThread, FormatError> =>
   Effect.try({
     try: () => {
       const worker = new Worker(WORKER_URL, {
-        workerData: { config } satisfies EncoderInit,
+        workerData: init,
         resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB }
       })
       const thread: EncoderThread = { worker, parts: new Map(), stopped: undefined, nextPart: 0 }
@@ -98,38 +92,46 @@ const startThread = (config: ParquetConfig): Effect.Effect<EncoderThread, Format
       const stop = (reason: string) => {
         if (thread.stopped !== undefined) return
         thread.stopped = reason
-        for (const [part, inbox] of thread.parts) Queue.unsafeOffer(inbox, stoppedReply(part, reason))
+        for (const [part, inbox] of thread.parts) Queue.unsafeOffer(inbox, stoppedReply(init.format, part, reason))
       }
       worker.on("error", (error) => stop(describeCause(error)))
       worker.on("exit", (code) => stop(`it exited with code ${code}`))
       return thread
     },
-    catch: (cause) => threadStopped(`it could not be started: ${describeCause(cause)}`)
+    catch: (cause) => threadStopped(init.format, `it could not be started: ${describeCause(cause)}`)
   })
+
+const stoppedReply = (format: string, part: number, reason: string): FromEncoder => {
+  const error = threadStopped(format, reason)
+  return { _tag: "Failed", part, message: error.message, hint: error.hint }
+}
+
+/** Opens a part whose batches are encoded on the export's encoder thread. */
+export type ThreadedOpen = (schema: BatchSchema, info: PartInfo | undefined) => Effect.Effect<PartEncoder, FormatError>
 
 /**
  * The export's encoder thread, started when its first part opens and stopped when the export's scope closes (a run
  * that fails or is interrupted included). A thread that stopped is replaced by the next part.
  */
-export const makeEncoderThreads = (config: ParquetConfig, scope: Scope.Scope) => {
+export const makeEncoderThread = (init: EncoderInit, scope: Scope.Scope): ThreadedOpen => {
   let current: EncoderThread | undefined
   const thread = Effect.suspend(() =>
     current !== undefined && current.stopped === undefined
       ? Effect.succeed(current)
-      : Effect.acquireRelease(startThread(config), (started) => Effect.promise(() => started.worker.terminate())).pipe(
+      : Effect.acquireRelease(startThread(init), (started) => Effect.promise(() => started.worker.terminate())).pipe(
           Scope.extend(scope),
           Effect.tap((started) => Effect.sync(() => (current = started)))
         )
   )
 
-  const open = (schema: BatchSchema, info: PartInfo | undefined): Effect.Effect<PartEncoder, FormatError> =>
+  return (schema, info) =>
     Effect.gen(function* () {
       const encoder = yield* thread
       const part = encoder.nextPart++
       const inbox = yield* Queue.unbounded<FromEncoder>()
       encoder.parts.set(part, inbox)
       // A thread that stopped between being handed out and now answers nothing more: this part fails at once.
-      if (encoder.stopped !== undefined) Queue.unsafeOffer(inbox, stoppedReply(part, encoder.stopped))
+      if (encoder.stopped !== undefined) Queue.unsafeOffer(inbox, stoppedReply(init.format, part, encoder.stopped))
       const post = (message: ToEncoder, transfer: ReadonlyArray<ArrayBuffer> = []) =>
         Effect.sync(() => encoder.worker.postMessage(message, [...transfer]))
       yield* post({ _tag: "Open", part, schema, info })
@@ -138,8 +140,9 @@ export const makeEncoderThreads = (config: ParquetConfig, scope: Scope.Scope) =>
 
       const take = (reply: FromEncoder, out: Array<Uint8Array>) => {
         waiting--
-        if (reply._tag === "Failed") failure ??= new FormatError({ format: "parquet", message: reply.message, ...(reply.hint ? { hint: reply.hint } : {}) })
-        else out.push(...reply.chunks)
+        if (reply._tag === "Failed") {
+          failure ??= new FormatError({ format: init.format, message: reply.message, ...(reply.hint ? { hint: reply.hint } : {}) })
+        } else out.push(...reply.chunks)
       }
       // Replies that arrived, then more until at most `limit` requests are waiting.
       const collect = (limit: number) =>
@@ -174,6 +177,4 @@ export const makeEncoderThreads = (config: ParquetConfig, scope: Scope.Scope) =>
         })
       } satisfies PartEncoder
     })
-
-  return { open }
 }

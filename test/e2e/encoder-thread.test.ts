@@ -1,4 +1,5 @@
 import * as fs from "node:fs"
+import { gunzipSync } from "node:zlib"
 import * as os from "node:os"
 import * as path from "node:path"
 import postgres from "postgres"
@@ -57,7 +58,7 @@ const rowsOf = async (out: string, files: ReadonlyArray<string>) => {
   return rows
 }
 
-describe("Parquet encoded on the export's encoder thread (the CLI's default with two cores)", () => {
+describe("parts encoded on the export's encoder thread (the CLI's default with two cores)", () => {
   beforeAll(setup)
   afterAll(async () => {
     const sql = postgres(testPgUrl(), { max: 1, onnotice: () => {} })
@@ -67,7 +68,7 @@ describe("Parquet encoded on the export's encoder thread (the CLI's default with
 
   it("writes the same parts and rows as encoding on the reading thread", async () => {
     const threaded = await exportWith({})
-    const inline = await exportWith({ RIVET_PARQUET_THREAD: "0" })
+    const inline = await exportWith({ RIVET_ENCODER_THREAD: "0" })
     expect(threaded.result.code, threaded.result.stderr).toBe(0)
     expect(inline.result.code, inline.result.stderr).toBe(0)
     const parts = (files: ReadonlyArray<string>) => files.filter((name) => name.endsWith(".parquet")).length
@@ -81,6 +82,38 @@ describe("Parquet encoded on the export's encoder thread (the CLI's default with
     expect(threaded.files).toContain("_SUCCESS")
   })
 
+  it.each([
+    ["csv", "compression: gzip", ".csv.gz"],
+    ["ndjson", "", ".ndjson"]
+  ])("%s: the same bytes as encoding on the reading thread", async (format, extra, suffix) => {
+    // A meta column makes the CSV export take batches (not the server's rendering), so Rivet encodes it.
+    const config = (dir: string) => `
+source: { type: postgres, url: "${testPgUrl()}" }
+exports:
+  - name: text
+    query: "SELECT * FROM ${TABLE} ORDER BY id"
+    format: ${format}
+    ${extra}
+    batch_size: 1500
+    meta_columns: [row_hash]
+    destination: { type: local, path: ${dir} }
+`
+    const contents = async (env: Record<string, string>) => {
+      const file = writeConfig(config("out"))
+      const result = await runCli(["run", "-c", file], { env })
+      expect(result.code, result.stderr).toBe(0)
+      const out = path.join(path.dirname(file), "out")
+      const parts = fs.readdirSync(out).filter((name) => name.endsWith(suffix)).sort()
+      expect(parts).toHaveLength(1)
+      const bytes = fs.readFileSync(path.join(out, parts[0]!))
+      return suffix.endsWith(".gz") ? gunzipSync(bytes) : bytes
+    }
+    const threaded = await contents({})
+    const inline = await contents({ RIVET_ENCODER_THREAD: "0" })
+    expect(threaded.toString("utf8").split("\n")).toHaveLength(ROWS + (format === "csv" ? 2 : 1))
+    expect(Buffer.compare(threaded, inline)).toBe(0)
+  })
+
   it("a value the thread cannot encode fails the run with the reading thread's message, and nothing is published", async () => {
     // The built library (dist/), as a program would use it: there the encoder thread's entry exists.
     const { mapRows, runExports } = (await import("../../dist/index.js")) as typeof Library
@@ -90,9 +123,9 @@ describe("Parquet encoded on the export's encoder thread (the CLI's default with
         column.name === "amount" ? { ...column, type: { kind: "decimal" as const, precision: 4, scale: 2 } } : column
       )
     }))
-    for (const env of [{}, { RIVET_PARQUET_THREAD: "0" }]) {
+    for (const env of [{}, { RIVET_ENCODER_THREAD: "0" }]) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-thread-fail-"))
-      const saved = process.env["RIVET_PARQUET_THREAD"]
+      const saved = process.env["RIVET_ENCODER_THREAD"]
       Object.assign(process.env, env)
       const failure = await runExports(
         {
@@ -104,8 +137,8 @@ describe("Parquet encoded on the export's encoder thread (the CLI's default with
         () => undefined,
         (error: unknown) => error as { message: string }
       )
-      if (saved === undefined) delete process.env["RIVET_PARQUET_THREAD"]
-      else process.env["RIVET_PARQUET_THREAD"] = saved
+      if (saved === undefined) delete process.env["RIVET_ENCODER_THREAD"]
+      else process.env["RIVET_ENCODER_THREAD"] = saved
       expect(failure?.message).toContain('column "amount", row')
       expect(failure?.message).toContain("does not fit decimal(4,2)")
       expect(fs.readdirSync(dir)).toEqual([])
