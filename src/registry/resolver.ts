@@ -27,6 +27,31 @@ const pluginProblem = (value: unknown): string | undefined => {
   return undefined
 }
 
+/** Why a plugin's `apiVersion` does not let this Rivet use it, and which side to upgrade. */
+const apiVersionProblem = (plugin: AnyPlugin): { readonly message: string; readonly hint: string } | undefined => {
+  const version: unknown = plugin.apiVersion
+  if (version === PLUGIN_API_VERSION) return undefined
+  if (version === undefined) {
+    return {
+      message: "has no apiVersion: it was not made with defineSource / defineFormat / defineSink",
+      hint: "wrap the plugin value in defineSink({...}) (or defineSource / defineFormat) from 'rivet/plugin'"
+    }
+  }
+  if (typeof version !== "number" || !Number.isInteger(version) || version < 0) {
+    return {
+      message: `has apiVersion ${JSON.stringify(version)}, which is not a plugin API version`,
+      hint: `set apiVersion: ${PLUGIN_API_VERSION} (the version this Rivet implements), or leave it out`
+    }
+  }
+  return {
+    message: `targets plugin API version ${version}, this Rivet supports ${PLUGIN_API_VERSION}`,
+    hint:
+      version > PLUGIN_API_VERSION
+        ? `upgrade Rivet to a release with plugin API version ${version}`
+        : `upgrade the plugin to a release built for plugin API version ${PLUGIN_API_VERSION}`
+  }
+}
+
 /**
  * The module URL of a `plugins:` entry. Paths (`./x.js`, `../plugins/my-sink`, absolute) are relative to the config
  * file; a directory means the package in it (its `exports["."]`, else `main`, else `index.js`). Anything else is
@@ -78,16 +103,13 @@ const loadThirdParty = (specifier: string, index: number, configDir: string) =>
           })
         )
       }
-      const valid = plugin as AnyPlugin
-      if (valid.apiVersion !== PLUGIN_API_VERSION) {
+      const mismatch = apiVersionProblem(plugin as AnyPlugin)
+      if (mismatch !== undefined) {
         return Effect.fail(
-          new ConfigError({
-            path: `plugins[${index}]`,
-            message: `plugin '${specifier}' targets plugin API version ${String(valid.apiVersion)}, this Rivet supports ${PLUGIN_API_VERSION}`,
-            hint: "upgrade Rivet or use a plugin release built for this version"
-          })
+          new ConfigError({ path: `plugins[${index}]`, message: `plugin '${specifier}' ${mismatch.message}`, hint: mismatch.hint })
         )
       }
+      const valid = plugin as AnyPlugin
       return Effect.succeed(valid)
     })
   )
@@ -129,6 +151,14 @@ const loadTables = (
       const problem = pluginProblem(plugin)
       if (problem !== undefined) {
         return yield* new ConfigError({ path: `plugins[${index}]`, message: `the plugin passed in code ${problem}` })
+      }
+      const mismatch = apiVersionProblem(plugin)
+      if (mismatch !== undefined) {
+        return yield* new ConfigError({
+          path: `plugins[${index}]`,
+          message: `the ${plugin.kind} plugin '${plugin.type}' passed in code ${mismatch.message}`,
+          hint: mismatch.hint
+        })
       }
       yield* register(plugin, "the program", "plugins")
     }

@@ -34,7 +34,11 @@ interface PluginBase<Kind extends string, C, I> {
   readonly kind: Kind
   /** The value of `type:` in YAML (`source.type`, `exports[].destination.type`, `exports[].format`). */
   readonly type: string
-  readonly apiVersion: typeof PLUGIN_API_VERSION
+  /**
+   * The plugin API version the plugin was written for. Rivet refuses a plugin whose version is not its own,
+   * saying which side to upgrade.
+   */
+  readonly apiVersion: number
   /** Decodes the plugin's config block; unknown keys are rejected by the runtime. */
   readonly config: Schema.Schema<C, I>
   /** One line for `rivet plugins` and docs. */
@@ -348,25 +352,30 @@ type Erased<P extends { readonly make: (config: never, context: PluginContext) =
 /** Any plugin value, as listed in `plugins:` or passed to `runExports({ plugins })`. */
 export type AnyPlugin = Erased<SourcePlugin> | Erased<FormatPlugin> | Erased<SinkPlugin>
 
-type Definition<P> = Omit<P, "kind" | "apiVersion"> & { readonly apiVersion?: typeof PLUGIN_API_VERSION }
+/**
+ * What `define*` take. Write `apiVersion: PLUGIN_API_VERSION`'s value (a number literal, e.g. `1`) to record the
+ * version the plugin was written for: without it, `define*` stamps the version of the Rivet it is loaded with, which
+ * can never mismatch.
+ */
+type Definition<P> = Omit<P, "kind" | "apiVersion"> & { readonly apiVersion?: number }
 
 /** Declares a source plugin (the YAML `source.type`). */
 export const defineSource = <C, I>(definition: Definition<SourcePlugin<C, I>>): SourcePlugin<C, I> => ({
   ...definition,
   kind: "source",
-  apiVersion: PLUGIN_API_VERSION
+  apiVersion: definition.apiVersion ?? PLUGIN_API_VERSION
 })
 
 /** Declares a format plugin (the YAML `exports[].format`). */
 export const defineFormat = <C, I>(definition: Definition<FormatPlugin<C, I>>): FormatPlugin<C, I> => ({
   ...definition,
   kind: "format",
-  apiVersion: PLUGIN_API_VERSION
+  apiVersion: definition.apiVersion ?? PLUGIN_API_VERSION
 })
 
 /** Declares a sink plugin (the YAML `exports[].destination.type`). */
 export const defineSink = <C, I>(definition: Definition<SinkPlugin<C, I>>): SinkPlugin<C, I> => ({
   ...definition,
   kind: "sink",
-  apiVersion: PLUGIN_API_VERSION
+  apiVersion: definition.apiVersion ?? PLUGIN_API_VERSION
 })

@@ -96,7 +96,7 @@ describe("public API types", () => {
     type SinkDefinition = Parameters<typeof defineSink<Config, Encoded>>[0]
     expectTypeOf<keyof SinkDefinition>().toEqualTypeOf<"type" | "apiVersion" | "config" | "description" | "make">()
     expectTypeOf<SinkDefinition["type"]>().toEqualTypeOf<string>()
-    expectTypeOf<SinkDefinition["apiVersion"]>().toEqualTypeOf<1 | undefined>()
+    expectTypeOf<SinkDefinition["apiVersion"]>().toEqualTypeOf<number | undefined>()
     expectTypeOf<SinkDefinition["description"]>().toEqualTypeOf<string | undefined>()
     expectTypeOf<SinkDefinition["config"]>().toMatchTypeOf<Schema.Schema<Config, Encoded>>()
     expectTypeOf<Schema.Schema<Config, Encoded>>().toMatchTypeOf<SinkDefinition["config"]>()

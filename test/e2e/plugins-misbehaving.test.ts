@@ -75,7 +75,24 @@ describe("plugins that cannot be loaded", () => {
     const result = await runCli(["run", "-c", file])
     expect(result.code).toBe(1)
     expect(result.stderr).toContain("targets plugin API version 2, this Rivet supports 1")
-    expect(result.stderr).toContain("Hint: upgrade Rivet or use a plugin release built for this version")
+    expect(result.stderr).toContain("Hint: upgrade Rivet to a release with plugin API version 2")
+    expectCleanFailure(result)
+  })
+
+  it("a plugin written for an older plugin API (apiVersion kept by defineSink) says to upgrade the plugin", async () => {
+    const { file } = configWith((dir) => `plugins: ["${fixture("old-api-version.mjs")}"]\n${exportTo(journalDestination(dir))}`)
+    const result = await runCli(["run", "-c", file])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("targets plugin API version 0, this Rivet supports 1")
+    expect(result.stderr).toContain("Hint: upgrade the plugin to a release built for plugin API version 1")
+    expectCleanFailure(result)
+  })
+
+  it("a plugin value made without define* is named as such", async () => {
+    const { file } = configWith((dir) => `plugins: ["${fixture("hand-made.mjs")}"]\n${exportTo(journalDestination(dir))}`)
+    const result = await runCli(["run", "-c", file])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("has no apiVersion: it was not made with defineSource / defineFormat / defineSink")
     expectCleanFailure(result)
   })
 

@@ -49,6 +49,7 @@ export const arrowDriver: FormatDriverShape = {
 /** `format: arrow` — Apache Arrow IPC files (Feather v2), one record batch per Rivet batch. */
 export default defineFormat({
   type: "arrow",
+  apiVersion: 1,
   description: "Apache Arrow IPC file (Feather v2): one record batch per batch; loads straight into Polars, DuckDB, pandas.",
   config: ArrowConfig,
   make: () => Layer.succeed(FormatDriver, arrowDriver)
