@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { type Batch, type BatchSchema, batchToRows, makeBatch, type Value } from "./runtime/batch.js"
-import { describeCause, PluginError } from "./runtime/errors.js"
+import { type Batch, type BatchSchema, batchToRows, InvalidValue, makeBatch, type Value } from "./runtime/batch.js"
+import { defectDetail, describeCause, PluginError } from "./runtime/errors.js"
 import type { BatchTransform } from "./runtime/plugin.js"
 
 /** A row as `mapRows` hands it over: column name → value (see `Value` for each logical type's representation). */
@@ -12,9 +12,10 @@ export type Row = Record<string, Value>
  *
  * `fn` receives each row as an object keyed by column name and returns the output row, or `null` / `undefined`
  * to drop it. The output columns are `outputSchema` — the source's schema when omitted, or a function of it to
- * add, rename or drop columns. A key missing from a returned row is NULL; keys not in the schema are ignored.
- * Values must use Rivet's representation for their logical type (int64 as `bigint`, decimal as exact text, …).
- * An exception thrown by `fn` fails the export with a `PluginError` naming the transform; nothing is published.
+ * add, rename or drop columns. A key missing from a returned row is NULL. Every returned row is checked before
+ * anything is encoded: a key that is not an output column, or a value not in Rivet's representation for its
+ * column's logical type (int64 as `bigint`, decimal as exact text, …), fails the export with a `PluginError` naming
+ * the key or the column and value — as does an exception thrown by `fn`; nothing is published.
  *
  * @example
  * transforms: {
@@ -32,16 +33,35 @@ export const mapRows =
   (input) => {
     const schema =
       outputSchema === undefined ? input.schema : typeof outputSchema === "function" ? outputSchema(input.schema) : outputSchema
+    const columns = new Set(schema.columns.map((column) => column.name))
     const mapBatch = (batch: Batch): Batch => {
       const rows: Array<Readonly<Row>> = []
       for (const row of batchToRows(batch)) {
-        const mapped = fn(row)
-        if (mapped !== null && mapped !== undefined) rows.push(mapped)
+        let mapped: Readonly<Row> | null | undefined
+        try {
+          mapped = fn(row)
+        } catch (cause) {
+          throw transformError(`the row function of a transform failed: ${describeCause(cause)}`, "fix the function passed to mapRows (it threw on one of the rows)", cause)
+        }
+        if (mapped === null || mapped === undefined) continue
+        for (const key in mapped) {
+          if (!columns.has(key)) throw unknownKey(key, schema, outputSchema !== undefined)
+        }
+        rows.push(mapped)
       }
-      return makeBatch(
-        schema,
-        schema.columns.map((column) => rows.map((row) => row[column.name] ?? null))
-      )
+      try {
+        return makeBatch(
+          schema,
+          schema.columns.map((column) => rows.map((row) => row[column.name] ?? null))
+        )
+      } catch (cause) {
+        if (!(cause instanceof InvalidValue)) throw cause
+        throw transformError(
+          `a mapRows transform returned a value of the wrong type: ${cause.message}`,
+          "return the column's logical type in Rivet's representation (docs/api.md, \"Values\"), or declare another type for the column in mapRows's output schema",
+          undefined
+        )
+      }
     }
     return {
       schema,
@@ -50,13 +70,25 @@ export const mapRows =
           Effect.try({
             try: () => mapBatch(batch),
             catch: (cause) =>
-              new PluginError({
-                plugin: "mapRows",
-                message: `the row function of a transform failed: ${describeCause(cause)}`,
-                hint: "fix the function passed to mapRows (it threw on one of the rows)"
-              })
+              cause instanceof PluginError
+                ? cause
+                : transformError(`a mapRows transform failed: ${describeCause(cause)}`, "report this with the transform that caused it", cause)
           })
         )
       )
     }
   }
+
+const transformError = (message: string, hint: string, cause: unknown) =>
+  new PluginError({ plugin: "mapRows", message, hint, ...defectDetail(cause) })
+
+const unknownKey = (key: string, schema: BatchSchema, declared: boolean) =>
+  transformError(
+    `a mapRows transform returned a row with the key ${JSON.stringify(key)}, which is not an output column (${schema.columns
+      .map((column) => column.name)
+      .join(", ")})`,
+    declared
+      ? `add ${JSON.stringify(key)} to the output schema given to mapRows, or leave it out of the returned row`
+      : `declare the column in mapRows's second argument, e.g. (schema) => ({ columns: [...schema.columns, { name: ${JSON.stringify(key)}, type: { kind: "string" } }] }), or leave it out of the returned row`,
+    undefined
+  )

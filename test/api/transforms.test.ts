@@ -98,6 +98,23 @@ describe("transforms (RunExportsOptions.transforms)", () => {
     expect(error).toMatchObject({ path: "transforms.ordres", hint: "did you mean 'orders'?" })
   })
 
+  it("mapRows refuses a key that is not an output column (here: added without an output schema)", async () => {
+    const error = await run({ orders: mapRows((row) => ({ ...row, doubled: 2n })) }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(PluginError)
+    expect(error).toMatchObject({
+      plugin: "mapRows",
+      message: 'a mapRows transform returned a row with the key "doubled", which is not an output column (id, status)'
+    })
+    expect((error as PluginError).hint).toContain("declare the column in mapRows's second argument")
+  })
+
+  it("mapRows names the column and the value of the wrong type, not the source", async () => {
+    const error = await run({ orders: mapRows((row) => ({ ...row, id: Number(row["id"]) })) }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(PluginError)
+    expect((error as PluginError).message).toMatch(/^a mapRows transform returned a value of the wrong type: column "id" \(int64\), row 1: expected a bigint, got number 0$/)
+    expect((error as PluginError).hint).toContain("declare another type for the column in mapRows's output schema")
+  })
+
   it("batchToRows / makeBatch round-trip, as mapRows relies on", () => {
     const batch = makeBatch(schema, [[1n, 2n], ["a", "b"]])
     expect(batchToRows(batch)).toEqual([
