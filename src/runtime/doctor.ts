@@ -1,7 +1,8 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { RivetConfig } from "./config/model.js"
-import type { RivetError } from "./errors.js"
+import { PluginError, type RivetError } from "./errors.js"
+import { guardedSink, guardedSource } from "./plugin-guard.js"
 import { resolveSql } from "./modes/context.js"
 import { type PluginContext, SinkDriver, SourceDriver } from "./plugin.js"
 
@@ -18,7 +19,11 @@ const context = (config: RivetConfig, exportName?: string): PluginContext => ({
 })
 
 const attempt = (name: string, check: Effect.Effect<unknown, RivetError>): Effect.Effect<DoctorCheck> =>
-  Effect.match(check, { onSuccess: () => ({ name }), onFailure: (error) => ({ name, error }) })
+  Effect.match(reportGuarded(check), { onSuccess: () => ({ name }), onFailure: (error) => ({ name, error }) })
+
+/** A plugin that misbehaved (a guard's PluginError, see plugin-guard.ts) is a failed check, not a crash. */
+const reportGuarded = <A>(effect: Effect.Effect<A, RivetError>): Effect.Effect<A, RivetError> =>
+  Effect.catchAllDefect(effect, (defect) => (defect instanceof PluginError ? Effect.fail(defect) : Effect.die(defect)))
 
 /**
  * Checks what a run needs before running it: the source answers, each export's query resolves
@@ -28,10 +33,9 @@ const attempt = (name: string, check: Effect.Effect<unknown, RivetError>): Effec
 export const doctor = (config: RivetConfig): Effect.Effect<ReadonlyArray<DoctorCheck>> =>
   Effect.gen(function* () {
     const checks: Array<DoctorCheck> = []
-    const sourceLayer = config.source.plugin.make(config.source.config as never, context(config)) as Layer.Layer<
-      SourceDriver,
-      RivetError
-    >
+    const sourceLayer = guardedSource({ kind: "source", type: config.source.plugin.type, exportName: undefined }, () =>
+      config.source.plugin.make(config.source.config as never, context(config))
+    ) as Layer.Layer<SourceDriver, RivetError>
     const sourceChecks = Effect.gen(function* () {
       const source = yield* SourceDriver
       const connected = yield* attempt(`Source ${source.label}`, source.check)
@@ -48,15 +52,14 @@ export const doctor = (config: RivetConfig): Effect.Effect<ReadonlyArray<DoctorC
         checks.push(yield* attempt(`Export ${spec.name}`, Effect.scoped(source.open(query))))
       }
     })
-    const built = yield* Effect.either(Effect.scoped(Effect.provide(sourceChecks, sourceLayer)))
+    const built = yield* Effect.either(reportGuarded(Effect.scoped(Effect.provide(sourceChecks, sourceLayer))))
     if (built._tag === "Left") checks.push({ name: `Source ${config.source.plugin.type}`, error: built.left })
 
     const seen = new Set<string>()
     for (const spec of config.exports) {
-      const layer = spec.destination.plugin.make(spec.destination.config as never, context(config, spec.name)) as Layer.Layer<
-        SinkDriver,
-        RivetError
-      >
+      const layer = guardedSink({ kind: "sink", type: spec.destination.plugin.type, exportName: spec.name }, () =>
+        spec.destination.plugin.make(spec.destination.config as never, context(config, spec.name))
+      ) as Layer.Layer<SinkDriver, RivetError>
       const check = Effect.gen(function* () {
         const sink = yield* SinkDriver
         const identity = `${sink.label} ${sink.uri()}`
@@ -64,7 +67,7 @@ export const doctor = (config: RivetConfig): Effect.Effect<ReadonlyArray<DoctorC
         seen.add(identity)
         return yield* attempt(`Destination ${sink.label}`, sink.check)
       })
-      const result = yield* Effect.either(Effect.scoped(Effect.provide(check, Layer.fresh(layer))))
+      const result = yield* Effect.either(reportGuarded(Effect.scoped(Effect.provide(check, Layer.fresh(layer)))))
       if (result._tag === "Left") checks.push({ name: `Destination ${spec.destination.plugin.type}`, error: result.left })
       else if (result.right) checks.push(result.right)
     }

@@ -6,6 +6,7 @@ import * as Option from "effect/Option"
 import type { ExportConfig, RivetConfig } from "./config/model.js"
 import { stateLayerFor } from "../state/layer.js"
 import type { StateStore } from "../state/store.js"
+import { guardedPluginError } from "./plugin-guard.js"
 import { ConfigError, defectDetail, describeCause, PluginError, type RivetError, type StateError } from "./errors.js"
 import { laneSettings } from "./lanes/runner.js"
 import { leaseTtlFrom } from "./lease.js"
@@ -146,6 +147,8 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
 const errorOf = (cause: Cause.Cause<RivetError>, spec: ExportConfig): RivetError => {
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) return failure.value
+  const guarded = guardedPluginError(cause)
+  if (guarded !== undefined) return guarded
   const defect = Cause.squash(cause)
   return new PluginError({
     plugin: `${spec.format.plugin.type}/${spec.destination.plugin.type}`,

@@ -169,6 +169,33 @@ describe("plugins that throw while running", () => {
     expect(fs.existsSync(out) ? fs.readdirSync(out) : []).toEqual([])
   })
 
+  it("an async writeBlock that rejects: a PluginError naming plugin, operation and export; aborted; journaled failed; --json error event", async () => {
+    const { file, out, journal } = configWith(
+      (dir) =>
+        `plugins: ["${fixture("journal-sink.mjs")}"]\n${exportTo(journalDestination(dir, "      reject_in: writeBlock\n      block_size: 4096\n"))}`
+    )
+    const result = await runCli(["run", "-c", file, "--json"])
+    expect(result.code).toBe(1)
+    const events = result.stderr
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as { event: string; kind?: string; message?: string })
+    const error = events.find((event) => event.event === "error")
+    expect(error?.kind).toBe("PluginError")
+    expect(error?.message).toContain(
+      "the sink plugin 'journal' rejected in writeBlock (export 'items'): journal sink rejected in writeBlock"
+    )
+    expect(result.stderr).not.toMatch(/^\s+at /m)
+    const calls = journalOf(journal)
+    const begun = calls.find((line) => line.startsWith("begin "))!.slice("begin ".length)
+    expect(calls).toContain(`abort ${begun}`)
+    expect(fs.existsSync(out) ? fs.readdirSync(out) : []).toEqual([])
+    const state = await runCli(["state", "show", "-c", file, "--json"])
+    const [shown] = JSON.parse(state.stdout) as Array<{ last_run: { status: string; error: string } }>
+    expect(shown?.last_run.status).toBe("failed")
+    expect(shown?.last_run.error).toContain("rejected in writeBlock")
+  })
+
   it("a sink whose put throws (small objects): no _SUCCESS", async () => {
     const { file, out, journal } = configWith(
       (dir) => `plugins: ["${fixture("journal-sink.mjs")}"]\n${exportTo(journalDestination(dir, "      fail_in: put\n"))}`

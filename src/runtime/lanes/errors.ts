@@ -15,6 +15,7 @@ import {
   SourceError,
   StateError
 } from "../errors.js"
+import { guardedPluginError } from "../plugin-guard.js"
 
 /** Every tagged error, as a schema: a worker sends the encoded form and the main thread rebuilds the class. */
 const AnyRivetError = Schema.Union(
@@ -45,6 +46,8 @@ const laneFailure = (exportName: string, message: string, defect?: unknown): Plu
  */
 export const encodeFailure = (exportName: string, cause: Cause.Cause<RivetError>): EncodedError => {
   const error = Option.getOrElse(Cause.failureOption(cause), () => {
+    const guarded = guardedPluginError(cause)
+    if (guarded !== undefined) return guarded
     const defect = Cause.squash(cause)
     return laneFailure(exportName, `a worker thread failed unexpectedly: ${describeCause(defect)}`, defect)
   })
