@@ -9,18 +9,22 @@ import { didYouMean } from "./runtime/config/issues.js"
 import { durationProblem, parseDuration } from "./runtime/duration.js"
 import { ConfigError, type RivetError, type StateError } from "./runtime/errors.js"
 import type { ExportResult } from "./runtime/pipeline.js"
+import type { AnyPluginValue, RivetConfigInput } from "./config-input.js"
 import type { AnyPlugin, BatchTransform } from "./runtime/plugin.js"
 import { type ProgressReporter, silentProgress } from "./runtime/progress.js"
 import { type ExportRun, runConfig } from "./runtime/run.js"
 import type { StateStore } from "./state/store.js"
 
-/** Options of {@link runExports}, {@link runExportsEffect} and {@link loadConfig}. */
+/** Options of {@link runExports}, {@link runExportsEffect} and {@link loadConfig}; `P`: the plugins passed in code. */
 export interface RunExportsOptions {
   /** Directory that relative paths in the config resolve against (default: the current directory). */
   readonly configDir?: string
   /** Variables for `${VAR}` substitution and `*_env` keys (default: process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>
-  /** Plugins defined in code, in addition to the built-ins and the config's `plugins:`. */
+  /**
+   * Plugins defined in code, in addition to the built-ins and the config's `plugins:`. Their config blocks become
+   * part of the config's type (see `RivetConfigInput`).
+   */
   readonly plugins?: ReadonlyArray<AnyPlugin>
   /** Run only these exports. */
   readonly only?: ReadonlyArray<string>
@@ -46,16 +50,26 @@ export interface RunExportsOptions {
   readonly state?: Layer.Layer<StateStore, StateError>
 }
 
-/** A config given in code: the same shape as the YAML file (`{ source, exports, plugins? }`). */
-export type ConfigInput = Readonly<Record<string, unknown>>
+/**
+ * A config given in code: shaped like the YAML file and typed from the same schemas (`RivetConfigInput`), or one
+ * `loadConfig` already checked. `P`: the plugins passed in code.
+ */
+export type ConfigInput<P extends AnyPluginValue = never> = RivetConfigInput<P> | RivetConfig
+
+/** The options, with the plugins passed in code typed as given (they type the config's blocks). */
+type OptionsWith<P> = RunExportsOptions & { readonly plugins?: ReadonlyArray<P> }
+
+const isLoaded = (input: object): input is RivetConfig =>
+  "configDir" in input && typeof input.configDir === "string" && "origin" in input
 
 /** Decodes a config object (or reads a YAML file when given a path) into a checked config. */
-export const loadConfig = (
-  input: ConfigInput | string,
-  options: RunExportsOptions = {}
+export const loadConfig = <const P extends AnyPluginValue = never>(
+  input: ConfigInput<P> | string,
+  options: OptionsWith<P> = {}
 ): Effect.Effect<RivetConfig, ConfigError> => {
   const loadOptions = { ...(options.env ? { env: options.env } : {}), ...(options.plugins ? { plugins: options.plugins } : {}) }
   if (typeof input === "string") return loadConfigFile(input, loadOptions)
+  if (isLoaded(input)) return Effect.succeed(input)
   return Effect.flatMap(
     validateConfigValue(input, options.configDir ?? process.cwd(), "(inline config)", loadOptions),
     (result) => (Either.isRight(result) ? Effect.succeed(result.right) : Effect.fail(result.left[0]!))
@@ -66,9 +80,9 @@ export const loadConfig = (
  * Runs every export of a config and returns one outcome per export (failures included), as an Effect.
  * Fails only when the config itself is invalid.
  */
-export const runExportsEffect = (
-  input: ConfigInput | string,
-  options: RunExportsOptions = {}
+export const runExportsEffect = <const P extends AnyPluginValue = never>(
+  input: ConfigInput<P> | string,
+  options: OptionsWith<P> = {}
 ): Effect.Effect<ReadonlyArray<ExportRun>, RivetError> =>
   Effect.flatMap(Effect.zip(loadConfig(input, options), waitOf(options.wait)), ([config, waitMs]) =>
     Effect.zipRight(
@@ -123,9 +137,9 @@ const checkTransforms = (
  * })
  * console.log(orders.rows, orders.parts.map((p) => p.path))
  */
-export const runExports = async (
-  input: ConfigInput | string,
-  options: RunExportsOptions = {}
+export const runExports = async <const P extends AnyPluginValue = never>(
+  input: ConfigInput<P> | string,
+  options: OptionsWith<P> = {}
 ): Promise<ReadonlyArray<ExportResult>> => {
   const exit = await Effect.runPromiseExit(
     Effect.flatMap(runExportsEffect(input, options), (runs) => {

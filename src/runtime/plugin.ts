@@ -30,10 +30,10 @@ export interface PluginContext {
   readonly concurrency?: number | undefined
 }
 
-interface PluginBase<Kind extends string, C, I> {
+interface PluginBase<Kind extends string, C, I, T extends string> {
   readonly kind: Kind
   /** The value of `type:` in YAML (`source.type`, `exports[].destination.type`, `exports[].format`). */
-  readonly type: string
+  readonly type: T
   /**
    * The plugin API version the plugin was written for. Rivet refuses a plugin whose version is not its own,
    * saying which side to upgrade.
@@ -181,7 +181,7 @@ export interface SourceDriverShape {
 export class SourceDriver extends Context.Tag("rivet/SourceDriver")<SourceDriver, SourceDriverShape>() {}
 
 /** A source plugin value (the YAML `source.type`); make one with `defineSource`. */
-export interface SourcePlugin<C = unknown, I = unknown> extends PluginBase<"source", C, I> {
+export interface SourcePlugin<C = unknown, I = unknown, T extends string = string> extends PluginBase<"source", C, I, T> {
   readonly make: (config: C, context: PluginContext) => Layer.Layer<SourceDriver, SourceError>
 }
 
@@ -243,7 +243,7 @@ export class FormatDriver extends Context.Tag("rivet/FormatDriver")<FormatDriver
  * A format's config block is made of the export-level keys it owns (for Parquet: `compression`,
  * `row_group_size`). Keys that neither the export nor the format knows are rejected.
  */
-export interface FormatPlugin<C = unknown, I = unknown> extends PluginBase<"format", C, I> {
+export interface FormatPlugin<C = unknown, I = unknown, T extends string = string> extends PluginBase<"format", C, I, T> {
   readonly make: (config: C, context: PluginContext) => Layer.Layer<FormatDriver, FormatError>
 }
 
@@ -335,7 +335,7 @@ export interface SinkDriverShape {
 export class SinkDriver extends Context.Tag("rivet/SinkDriver")<SinkDriver, SinkDriverShape>() {}
 
 /** A sink plugin value (the YAML `exports[].destination.type`); make one with `defineSink`. */
-export interface SinkPlugin<C = unknown, I = unknown> extends PluginBase<"sink", C, I> {
+export interface SinkPlugin<C = unknown, I = unknown, T extends string = string> extends PluginBase<"sink", C, I, T> {
   readonly make: (config: C, context: PluginContext) => Layer.Layer<SinkDriver, SinkError>
 }
 
@@ -360,21 +360,27 @@ export type AnyPlugin = Erased<SourcePlugin> | Erased<FormatPlugin> | Erased<Sin
 type Definition<P> = Omit<P, "kind" | "apiVersion"> & { readonly apiVersion?: number }
 
 /** Declares a source plugin (the YAML `source.type`). */
-export const defineSource = <C, I>(definition: Definition<SourcePlugin<C, I>>): SourcePlugin<C, I> => ({
+export const defineSource = <C, I, const T extends string = string>(
+  definition: Definition<SourcePlugin<C, I, T>>
+): SourcePlugin<C, I, T> => ({
   ...definition,
   kind: "source",
   apiVersion: definition.apiVersion ?? PLUGIN_API_VERSION
 })
 
 /** Declares a format plugin (the YAML `exports[].format`). */
-export const defineFormat = <C, I>(definition: Definition<FormatPlugin<C, I>>): FormatPlugin<C, I> => ({
+export const defineFormat = <C, I, const T extends string = string>(
+  definition: Definition<FormatPlugin<C, I, T>>
+): FormatPlugin<C, I, T> => ({
   ...definition,
   kind: "format",
   apiVersion: definition.apiVersion ?? PLUGIN_API_VERSION
 })
 
 /** Declares a sink plugin (the YAML `exports[].destination.type`). */
-export const defineSink = <C, I>(definition: Definition<SinkPlugin<C, I>>): SinkPlugin<C, I> => ({
+export const defineSink = <C, I, const T extends string = string>(
+  definition: Definition<SinkPlugin<C, I, T>>
+): SinkPlugin<C, I, T> => ({
   ...definition,
   kind: "sink",
   apiVersion: definition.apiVersion ?? PLUGIN_API_VERSION

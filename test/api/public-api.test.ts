@@ -29,6 +29,7 @@ import type {
   ProgressReporter,
   RivetError,
   RivetConfig,
+  RivetConfigInput,
   Row,
   RunExportsOptions,
   SinkCapabilities,
@@ -46,6 +47,7 @@ import type {
   Value
 } from "../../src/index.js"
 import {
+  defineConfig,
   defineFormat,
   defineSink,
   defineSource,
@@ -172,7 +174,8 @@ describe("public API types", () => {
   })
 
   it("running exports: Promise and Effect entry points, options, results", () => {
-    expectTypeOf(runExports).parameters.toEqualTypeOf<[input: ConfigInput | string, options?: RunExportsOptions]>()
+    expectTypeOf<Parameters<typeof runExports<never>>[0]>().toEqualTypeOf<ConfigInput | string>()
+    expectTypeOf<Parameters<typeof runExports<never>>[1]>().toMatchTypeOf<RunExportsOptions | undefined>()
     expectTypeOf(runExports).returns.toEqualTypeOf<Promise<ReadonlyArray<ExportResult>>>()
     expectTypeOf(runExportsEffect).returns.toEqualTypeOf<Effect.Effect<ReadonlyArray<ExportRun>, RivetError>>()
     expectTypeOf(loadConfig).returns.toEqualTypeOf<Effect.Effect<RivetConfig, ConfigError>>()
@@ -295,5 +298,49 @@ describe("public API values", () => {
     expect(pluginEntry.SinkDriver).toBe(SinkDriver)
     expect(pluginEntry.FormatDriver).toBe(FormatDriver)
     expect(pluginEntry.SourceDriver).toBe(SourceDriver)
+  })
+
+  it("a config given in code is typed from the schemas: misspelt keys and wrong values do not compile", () => {
+    const good = defineConfig({
+      source: { type: "postgres", url_env: "DATABASE_URL" },
+      exports: [
+        { name: "orders", table: "orders", destination: { type: "local", path: "./out" } },
+        { name: "events", query: "select 1", format: "csv", compression: "gzip", destination: { type: "s3", bucket: "b", region: "eu-west-1" } },
+        { name: "dump", table: "t", format: "ndjson", destination: { type: "stdout" } }
+      ]
+    })
+    expectTypeOf(good).toEqualTypeOf<RivetConfigInput>()
+    // @ts-expect-error: `tabel` is not an export key
+    defineConfig({ source: { type: "postgres", url: "postgres://x" }, exports: [{ name: "o", tabel: "orders", destination: { type: "local", path: "." } }] })
+    // @ts-expect-error: `pth` is not a key of the local destination
+    defineConfig({ source: { type: "postgres", url: "postgres://x" }, exports: [{ name: "o", table: "o", destination: { type: "local", pth: "." } }] })
+    // @ts-expect-error: `row_group_size` belongs to Parquet, not CSV
+    defineConfig({ source: { type: "postgres" }, exports: [{ name: "o", table: "o", format: "csv", row_group_size: 5, destination: { type: "local", path: "." } }] })
+    // @ts-expect-error: batch_size is a number
+    defineConfig({ source: { type: "postgres" }, exports: [{ name: "o", table: "o", batch_size: "10", destination: { type: "local", path: "." } }] })
+    // @ts-expect-error: a stdout destination takes no keys
+    defineConfig({ source: { type: "postgres" }, exports: [{ name: "o", table: "o", destination: { type: "stdout", path: "." } }] })
+    // @ts-expect-error: no source type `mysqlx`
+    defineConfig({ source: { type: "mysqlx" }, exports: [] })
+  })
+
+  it("plugins passed in code contribute their blocks; loadConfig's output runs as is", () => {
+    const folder = defineSink({
+      type: "folder",
+      config: {} as Schema.Schema<{ readonly root: string }, { readonly root: string }>,
+      make: () => ({}) as Layer.Layer<SinkDriver, SinkError>
+    })
+    expectTypeOf(folder.type).toEqualTypeOf<"folder">()
+    const config = defineConfig<typeof folder>({
+      source: { type: "postgres" },
+      exports: [{ name: "o", table: "o", destination: { type: "folder", root: "./out" } }]
+    })
+    expectTypeOf(config).toMatchTypeOf<RivetConfigInput<typeof folder>>()
+    // @ts-expect-error: `rot` is not a key of the folder plugin's config
+    defineConfig<typeof folder>({ source: { type: "postgres" }, exports: [{ name: "o", table: "o", destination: { type: "folder", rot: "." } }] })
+    const run = () => runExports({ source: { type: "postgres" }, exports: [{ name: "o", table: "o", destination: { type: "folder", root: "." } }] }, { plugins: [folder] })
+    expectTypeOf(run).returns.toEqualTypeOf<Promise<ReadonlyArray<ExportResult>>>()
+    const again = (loaded: RivetConfig) => runExports(loaded)
+    expectTypeOf(again).returns.toEqualTypeOf<Promise<ReadonlyArray<ExportResult>>>()
   })
 })

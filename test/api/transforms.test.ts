@@ -4,7 +4,7 @@ import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { afterAll, describe, expect, it } from "vitest"
-import { batchToRows, columnValues, ConfigError, makeBatch, mapRows, PluginError, runExports, type BatchTransform } from "../../src/index.js"
+import { batchToRows, columnValues, ConfigError, loadConfig, makeBatch, mapRows, PluginError, runExports, type BatchTransform } from "../../src/index.js"
 import { memorySink, memorySource } from "../../src/testing/index.js"
 
 const schema = {
@@ -113,6 +113,20 @@ describe("transforms (RunExportsOptions.transforms)", () => {
     expect(error).toBeInstanceOf(PluginError)
     expect((error as PluginError).message).toMatch(/^a mapRows transform returned a value of the wrong type: column "id" \(int64\), row 1: expected a bigint, got number 0$/)
     expect((error as PluginError).hint).toContain("declare another type for the column in mapRows's output schema")
+  })
+
+  it("a config loadConfig checked runs as is (runExports(await loadConfig(…)))", async () => {
+    const source = memorySource({ schema, rows })
+    const sink = memorySink()
+    const plugins = [source.plugin, sink.plugin]
+    const loaded = await Effect.runPromise(
+      loadConfig(
+        { source: { type: "memory" }, exports: [{ name: "orders", table: "orders", format: "csv", destination: { type: "memory" } }] },
+        { configDir, plugins }
+      )
+    )
+    const [result] = await runExports(loaded, { configDir, plugins })
+    expect(result?.rows).toBe(25)
   })
 
   it("batchToRows / makeBatch round-trip, as mapRows relies on", () => {

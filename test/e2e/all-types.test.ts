@@ -34,7 +34,7 @@ const setup = async (url: string) => {
   await sql.end()
 }
 
-const exportAs = async (format: string) => {
+const exportAs = async (format: "parquet" | "csv" | "ndjson") => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `rivet-e2e-${format}-`))
   const [result] = await runExports({
     source: { type: "postgres", url: testPgUrl() },

@@ -7,6 +7,7 @@ import { exportRecentOrders } from "../../examples/export-from-code.js"
 import * as Effect from "effect/Effect"
 import { ConfigError, runExports, sqliteStateLayer, StateError, StateStore } from "../../src/index.js"
 import { testPgUrl } from "../support/pg.js"
+import { untyped } from "../support/config.js"
 
 describe("library API (docs/api.md)", () => {
   beforeAll(async () => {
@@ -37,7 +38,7 @@ describe("library API (docs/api.md)", () => {
   it("an export another process holds fails with a StateError naming it; `wait` waits for it to be released", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-api-lease-"))
     const stateFile = path.join(dir, "state.db")
-    const config = { source: { type: "postgres", url: testPgUrl() }, exports: [{ name: "leased", table: "orders", destination: { type: "local", path: path.join(dir, "out") } }] }
+    const config = untyped({ source: { type: "postgres", url: testPgUrl() }, exports: [{ name: "leased", table: "orders", destination: { type: "local", path: path.join(dir, "out") } }] })
     const holder = { key: "leased", exportName: "leased", token: "other-process", pid: 4242, host: "elsewhere.example", ttlMs: 60_000 }
     const withState = <A>(effect: Effect.Effect<A, StateError, StateStore>) => Effect.runPromise(Effect.provide(effect, sqliteStateLayer(stateFile)))
     await withState(Effect.flatMap(StateStore, (store) => store.acquireLease(holder)))
@@ -60,7 +61,7 @@ describe("library API (docs/api.md)", () => {
   })
 
   it("rejects an invalid config with the tagged ConfigError naming the path", async () => {
-    const error = await runExports({ source: { type: "postgres", url: testPgUrl() }, exports: [{ name: "x", table: "orders", destination: { type: "local" } }] }).catch(
+    const error = await runExports(untyped({ source: { type: "postgres", url: testPgUrl() }, exports: [{ name: "x", table: "orders", destination: { type: "local" } }] })).catch(
       (e: unknown) => e
     )
     expect(error).toBeInstanceOf(ConfigError)

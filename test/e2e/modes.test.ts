@@ -8,6 +8,7 @@ import { runExportsEffect } from "../../src/api.js"
 import type { ExportRun } from "../../src/runtime/run.js"
 import { testPgUrl } from "../support/pg.js"
 import { filesUnder, multiset, ndjsonRows, readManifest } from "../support/output.js"
+import { untyped } from "../support/config.js"
 
 let sql: postgres.Sql
 const tempDirs: Array<string> = []
@@ -47,10 +48,11 @@ afterAll(async () => {
   for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const config = (exportSpec: Record<string, unknown>) => ({
-  source: { type: "postgres", url: testPgUrl() },
-  exports: [{ name: "t", format: "ndjson", destination: { type: "local", path: "out" }, ...exportSpec }]
-})
+const config = (exportSpec: Record<string, unknown>) =>
+  untyped({
+    source: { type: "postgres", url: testPgUrl() },
+    exports: [{ name: "t", format: "ndjson", destination: { type: "local", path: "out" }, ...exportSpec }]
+  })
 
 const run = (
   configDir: string,

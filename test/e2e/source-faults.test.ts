@@ -17,6 +17,7 @@ import { filesUnder, readManifest } from "../support/output.js"
 import { testPgUrl } from "../support/pg.js"
 import { startKiller, UNIT_STATEMENT, watchExecutions } from "./backend-killer.js"
 import { snapshot, verifyDestination } from "./crash-support.js"
+import { untyped } from "../support/config.js"
 
 // Source faults: a watcher connection terminates the export's backend (pg_terminate_backend) while it streams.
 // Chunks and pages are read again (same names, so parts an attempt committed are overwritten) and every row ends up
@@ -236,7 +237,7 @@ const runInProcess = (config: Record<string, unknown>, configDir: string, option
       notice: (_name, message) => Effect.sync(() => void notices.push(message)),
       intervalMs: 60_000
     }
-    const loaded = yield* loadConfig(config, { configDir })
+    const loaded = yield* loadConfig(untyped(config), { configDir })
     const runs = yield* runConfig(loaded, { env: process.env, ...options }).pipe(
       Effect.provide(Layer.succeed(ProgressReporter, reporter))
     )

@@ -9,6 +9,7 @@ import type { BatchSchema } from "../../src/runtime/batch.js"
 import { SinkError } from "../../src/runtime/errors.js"
 import type { Manifest } from "../../src/runtime/manifest.js"
 import { memorySink, memorySource } from "../../src/testing/memory.js"
+import { untyped } from "../support/config.js"
 
 const schema: BatchSchema = {
   columns: [
@@ -20,7 +21,7 @@ const rows = Array.from({ length: 1000 }, (_, i) => ({ id: BigInt(i), name: `row
 const sha256 = (bytes: Uint8Array) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "rivet-pipeline-"))
 
-const config = (dir: string, exportPatch: Record<string, unknown> = {}) => ({
+const config = (dir: string, exportPatch: Record<string, unknown> = {}) => untyped({
   source: { type: "memory" },
   exports: [
     {
@@ -115,7 +116,7 @@ describe("pipeline: source → format → local sink", () => {
           : undefined
       })
       const [run] = yield* runExportsEffect(
-        { ...config("/unused"), exports: [{ ...config("/unused").exports[0], destination: { type: "flaky" } }] },
+        untyped({ ...config("/unused"), exports: [{ ...config("/unused").exports[0], destination: { type: "flaky" } }] }),
         { plugins: [source.plugin as never, sink.plugin as never] }
       )
       expect(run?._tag).toBe("failure")

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest"
 import { ProgressReporter, runExports, SinkError, silentProgress } from "../../src/index.js"
 import { memorySink } from "../../src/testing/index.js"
 import { testPgUrl } from "../support/pg.js"
+import { untyped } from "../support/config.js"
 
 // A resumed run lists the destination to report files of the interrupted attempt. That report is informational: a
 // listing that fails (a bucket policy without s3:ListBucket) must neither fail the run nor come after _SUCCESS.
@@ -34,10 +35,10 @@ it("a resumed run whose listing is denied still publishes, and says why it canno
     ...Effect.runSync(Effect.provide(ProgressReporter, silentProgress)),
     notice: (_name: string, message: string) => Effect.sync(() => void notices.push(message))
   })
-  const config = {
+  const config = untyped({
     source: { type: "postgres", url: testPgUrl() },
     exports: [{ name: "ids", table: TABLE, format: "csv", mode: "chunked", chunk_column: "id", chunk_size: 250, chunk_checkpoint: true, destination: { type: "memory" } }]
-  }
+  })
   const options = { configDir: fs.mkdtempSync(path.join(os.tmpdir(), "rivet-resume-listing-")), plugins: [sink.plugin], progress }
 
   await expect(runExports(config, options)).rejects.toMatchObject({ _tag: "SinkError" })

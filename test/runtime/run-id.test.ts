@@ -11,6 +11,7 @@ import { type ExportRun, runConfig } from "../../src/runtime/run.js"
 import { sqliteStateLayer } from "../../src/state/sqlite.js"
 import { StateStore } from "../../src/state/store.js"
 import { memorySource } from "../../src/testing/memory.js"
+import { untyped } from "../support/config.js"
 
 const schema: BatchSchema = { columns: [{ name: "id", type: { kind: "int64" } }] }
 const rows = Array.from({ length: 50 }, (_, i) => ({ id: BigInt(i) }))
@@ -23,7 +24,7 @@ const runPinned = (stateFile: string) =>
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-run-id-"))
     const source = memorySource({ schema, rows })
     const config = yield* loadConfig(
-      { source: { type: "memory" }, exports: [{ name: "people", table: "people", format: "csv", destination: { type: "local", path: dir } }] },
+      untyped({ source: { type: "memory" }, exports: [{ name: "people", table: "people", format: "csv", destination: { type: "local", path: dir } }] }),
       { plugins: [source.plugin as never], configDir: dir }
     )
     const [run] = yield* runConfig(config, { now: () => PINNED, state: sqliteStateLayer(stateFile) }).pipe(

@@ -13,6 +13,7 @@ import { type FormatDriverShape, SourceDriver, type SourceQuery } from "../../..
 import { testPgUrl } from "../../support/pg.js"
 import { encodePart } from "../../formats/text-support.js"
 import { adminSql, query, testSource } from "./support.js"
+import { untyped } from "../../support/config.js"
 
 /**
  * CSV straight from the server (COPY … FORMAT csv with Rivet's expressions, src/sources/postgres/csv-sql.ts) must
@@ -242,7 +243,7 @@ describe("CSV rendered by PostgreSQL", () => {
 describe("CSV from the server in an export", () => {
   it("parts split at max_file_size on row boundaries, each with the header; the same bytes as the typed path", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-csv-rendered-"))
-    const config = (name: string, compression: string) => ({
+    const config = (name: string, compression: string) => untyped({
       source: { type: "postgres", url: testPgUrl() },
       exports: [
         {

@@ -1,0 +1,60 @@
+import type * as Schema from "effect/Schema"
+import type { CsvConfig } from "./formats/csv/config.js"
+import type { NdjsonConfig } from "./formats/ndjson/config.js"
+import type { ParquetConfig } from "./formats/parquet/config.js"
+import type { ExportCore, TopLevel } from "./runtime/config/model.js"
+import type { LocalConfig } from "./sinks/local/config.js"
+import type { S3Config } from "./sinks/s3/config.js"
+import type { StdoutConfig } from "./sinks/stdout/config.js"
+import type { PostgresConfig } from "./sources/postgres/config.js"
+
+/**
+ * The type of a config given in code, generated from the same schemas that decode the YAML file: an editor
+ * completes every key, and a misspelt key or a value of the wrong type fails to compile. Third-party plugins
+ * contribute their blocks: `RivetConfigInput<typeof folderSink>` accepts `destination: { type: "folder", … }` with
+ * the keys of that plugin's config schema (its `type` must be a literal, as `define*` infer it).
+ */
+export interface AnyPluginValue {
+  readonly kind: "source" | "format" | "sink"
+  readonly type: string
+  readonly config: unknown
+}
+
+/** A block's keys as written in YAML; a schema of no keys (a record of `never`) allows none besides the type. */
+type Keys<S> = S extends Schema.Schema<infer _A, infer I, infer _R> ? (string extends keyof I ? unknown : I) : never
+
+/** A plugin's block: its `type:` (or `format:`) and the keys of its config schema. */
+type Block<P extends AnyPluginValue, Key extends string> = P extends AnyPluginValue
+  ? { readonly [K in Key]: P["type"] } & Keys<P["config"]>
+  : never
+
+type Of<Kind, P extends AnyPluginValue> = Extract<P, { readonly kind: Kind }>
+
+type BuiltinSource = { readonly type: "postgres" } & typeof PostgresConfig.Encoded
+type BuiltinSink =
+  | ({ readonly type: "local" } & typeof LocalConfig.Encoded)
+  | ({ readonly type: "s3" } & typeof S3Config.Encoded)
+  | ({ readonly type: "stdout" } & Keys<typeof StdoutConfig>)
+/** The format's keys sit beside the export's own; `format` may be left out for Parquet (the default). */
+type BuiltinFormat =
+  | ({ readonly format?: "parquet" } & typeof ParquetConfig.Encoded)
+  | ({ readonly format: "csv" } & typeof CsvConfig.Encoded)
+  | ({ readonly format: "ndjson" } & typeof NdjsonConfig.Encoded)
+
+/** One entry of `exports:`: the export's keys, its format's keys and its destination block. */
+export type ExportInput<P extends AnyPluginValue = never> = Omit<typeof ExportCore.Encoded, "format" | "destination"> &
+  (BuiltinFormat | Block<Of<"format", P>, "format">) & {
+    readonly destination: BuiltinSink | Block<Of<"sink", P>, "type">
+  }
+
+/** A whole config given in code, shaped like the YAML file. `P`: the plugins passed in code, if any. */
+export type RivetConfigInput<P extends AnyPluginValue = never> = Omit<typeof TopLevel.Encoded, "source" | "exports"> & {
+  readonly source: BuiltinSource | Block<Of<"source", P>, "type">
+  readonly exports: ReadonlyArray<ExportInput<P>>
+}
+
+/**
+ * Returns `config` unchanged: a `.ts` config written as `defineConfig({ … })` is checked against the schemas as
+ * you type. Give the plugins you pass in code as the type argument: `defineConfig<typeof folderSink>({ … })`.
+ */
+export const defineConfig = <P extends AnyPluginValue = never>(config: RivetConfigInput<P>): RivetConfigInput<P> => config
