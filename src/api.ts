@@ -2,21 +2,25 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import type * as Layer from "effect/Layer"
+import type * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import { loadConfigFile, validateConfigValue } from "./registry/load-config.js"
 import type { RivetConfig } from "./runtime/config/model.js"
 import { didYouMean } from "./runtime/config/issues.js"
 import { durationProblem, parseDuration } from "./runtime/duration.js"
-import { ConfigError, type RivetError, type StateError } from "./runtime/errors.js"
+import { ConfigError, type PluginError, type RivetError, type SourceError, type StateError } from "./runtime/errors.js"
 import type { ExportResult } from "./runtime/pipeline.js"
 import type { AnyPluginValue, RivetConfigInput } from "./config-input.js"
-import type { AnyPlugin, BatchTransform } from "./runtime/plugin.js"
-import { type ProgressReporter, silentProgress } from "./runtime/progress.js"
+import type { Batch } from "./runtime/batch.js"
+import type { AnyPlugin, BatchTransform, SourceResult } from "./runtime/plugin.js"
+import { ProgressReporter, silentProgress } from "./runtime/progress.js"
 import { type ExportRun, runConfig } from "./runtime/run.js"
-import type { StateStore } from "./state/store.js"
+import { StateStore } from "./state/store.js"
 
 /** Options of {@link runExports}, {@link runExportsEffect} and {@link loadConfig}; `P`: the plugins passed in code. */
-export interface RunExportsOptions {
+export interface RunExportsOptions<E = never, R = never> {
   /** Directory that relative paths in the config resolve against (default: the current directory). */
   readonly configDir?: string
   /** Variables for `${VAR}` substitution and `*_env` keys (default: process.env). */
@@ -35,7 +39,7 @@ export interface RunExportsOptions {
    * (`mapRows` builds one from a per-row function). The runtime keeps backpressure, scoping, retries, naming,
    * the manifest and `_SUCCESS` around it. A name that is not an export of the config is a `ConfigError`.
    */
-  readonly transforms?: Readonly<Record<string, BatchTransform>>
+  readonly transforms?: Readonly<Record<string, BatchTransform<E, R>>>
   /** Continue unfinished checkpointed runs instead of refusing them (like `rivet run --resume`). */
   readonly resume?: boolean
   /**
@@ -57,7 +61,7 @@ export interface RunExportsOptions {
 export type ConfigInput<P extends AnyPluginValue = never> = RivetConfigInput<P> | RivetConfig
 
 /** The options, with the plugins passed in code typed as given (they type the config's blocks). */
-type OptionsWith<P> = RunExportsOptions & { readonly plugins?: ReadonlyArray<P> }
+type OptionsWith<P, E = never, R = never> = RunExportsOptions<E, R> & { readonly plugins?: ReadonlyArray<P> }
 
 const isLoaded = (input: object): input is RivetConfig =>
   "configDir" in input && typeof input.configDir === "string" && "origin" in input
@@ -65,7 +69,7 @@ const isLoaded = (input: object): input is RivetConfig =>
 /** Decodes a config object (or reads a YAML file when given a path) into a checked config. */
 export const loadConfig = <const P extends AnyPluginValue = never>(
   input: ConfigInput<P> | string,
-  options: OptionsWith<P> = {}
+  options: Pick<RunExportsOptions, "configDir" | "env" | "plugins"> & { readonly plugins?: ReadonlyArray<P> } = {}
 ): Effect.Effect<RivetConfig, ConfigError> => {
   const loadOptions = { ...(options.env ? { env: options.env } : {}), ...(options.plugins ? { plugins: options.plugins } : {}) }
   if (typeof input === "string") return loadConfigFile(input, loadOptions)
@@ -77,25 +81,56 @@ export const loadConfig = <const P extends AnyPluginValue = never>(
 }
 
 /**
- * Runs every export of a config and returns one outcome per export (failures included), as an Effect.
- * Fails only when the config itself is invalid.
+ * Runs every export of a config and returns one outcome per export (failures included), as an Effect. It fails
+ * (instead of returning outcomes) only when no export can start: the config is invalid (`ConfigError`), the source
+ * cannot be reached (`SourceError`, or a `PluginError` from a source plugin that misbehaved) or the state cannot be
+ * opened (`StateError`).
+ *
+ * Transforms may use services `R` and fail with errors `E` of the program: provide `R` to the returned Effect once.
+ * A `ProgressReporter` or `StateStore` in the context is used when `options.progress` / `options.state` are not
+ * given (so `Effect.provide(MyProgressLayer)` takes effect).
  */
-export const runExportsEffect = <const P extends AnyPluginValue = never>(
+export const runExportsEffect = <const P extends AnyPluginValue = never, E = never, R = never>(
   input: ConfigInput<P> | string,
-  options: OptionsWith<P> = {}
-): Effect.Effect<ReadonlyArray<ExportRun>, RivetError> =>
-  Effect.flatMap(Effect.zip(loadConfig(input, options), waitOf(options.wait)), ([config, waitMs]) =>
-    Effect.zipRight(
-      checkTransforms(config, options.transforms),
-      runConfig(config, {
-        waitMs,
-        ...(options.only ? { only: options.only } : {}),
-        ...(options.env ? { env: options.env } : {}),
-        ...(options.transforms ? { transforms: options.transforms } : {}),
-        ...(options.resume ? { resume: options.resume } : {}),
-        ...(options.state ? { state: options.state } : {})
-      })
-    ).pipe(Effect.provide(options.progress ?? silentProgress))
+  options: OptionsWith<P, E, R> = {}
+): Effect.Effect<ReadonlyArray<ExportRun<E>>, ConfigError | SourceError | StateError | PluginError, R> =>
+  Effect.gen(function* () {
+    const context = yield* Effect.context<R>()
+    const progress = options.progress ?? Option.match(yield* Effect.serviceOption(ProgressReporter), {
+      onNone: () => silentProgress,
+      onSome: (reporter) => Layer.succeed(ProgressReporter, reporter)
+    })
+    const state = options.state ?? Option.getOrUndefined(Option.map(yield* Effect.serviceOption(StateStore), (store) => Layer.succeed(StateStore, store)))
+    const config = yield* loadConfig(input, options)
+    const waitMs = yield* waitOf(options.wait)
+    yield* checkTransforms(config, options.transforms)
+    const runs = yield* runConfig(config, {
+      waitMs,
+      ...(options.only ? { only: options.only } : {}),
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.transforms ? { transforms: withContext(options.transforms, context) } : {}),
+      ...(options.resume ? { resume: options.resume } : {}),
+      ...(state ? { state } : {})
+    }).pipe(Effect.provide(progress))
+    return runs as ReadonlyArray<ExportRun<E>>
+  }) as Effect.Effect<ReadonlyArray<ExportRun<E>>, ConfigError | SourceError | StateError | PluginError, R>
+
+/**
+ * The program's transforms with its context provided, as the engine runs them. The engine passes a transform's
+ * errors through untouched (they are the export's failure), so widening `E` into its error channel is safe.
+ */
+const withContext = <E, R>(
+  transforms: Readonly<Record<string, BatchTransform<E, R>>>,
+  context: Context.Context<R>
+): Readonly<Record<string, BatchTransform>> =>
+  Object.fromEntries(
+    Object.entries(transforms).map(([name, transform]) => [
+      name,
+      (input: SourceResult) => {
+        const output = transform(input)
+        return { schema: output.schema, batches: Stream.provideContext(output.batches, context) as Stream.Stream<Batch, RivetError> }
+      }
+    ])
   )
 
 /** `options.wait` in milliseconds; 0 when absent. */
@@ -110,7 +145,7 @@ const waitOf = (wait: string | number | undefined): Effect.Effect<number, Config
 /** A transform for an export the config does not have is a mistake (a typo would silently skip it). */
 const checkTransforms = (
   config: RivetConfig,
-  transforms: RunExportsOptions["transforms"]
+  transforms: Readonly<Record<string, unknown>> | undefined
 ): Effect.Effect<void, ConfigError> => {
   const known = config.exports.map((spec) => spec.name)
   const unknown = Object.keys(transforms ?? {}).find((name) => !known.includes(name))

@@ -135,9 +135,10 @@ export interface ColumnBounds {
  * backpressure, scoping, retries, naming, the manifest and `_SUCCESS` around it. Cursors and keyset positions
  * are taken from the source's batches, before the transform.
  */
-export type BatchTransform = (input: SourceResult) => {
+export type BatchTransform<E = never, R = never> = (input: SourceResult) => {
   readonly schema: BatchSchema
-  readonly batches: Stream.Stream<Batch, RivetError>
+  /** May fail with the program's own errors `E` and use its services `R` (provided once, to `runExportsEffect`). */
+  readonly batches: Stream.Stream<Batch, RivetError | E, R>
 }
 
 /** What a source plugin's layer provides: the primitives the runtime needs to read (and plan) an export. */

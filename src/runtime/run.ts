@@ -46,9 +46,9 @@ export interface RunConfigOptions {
   readonly plans?: ReadonlyMap<string, ModePlan> | undefined
 }
 
-export type ExportRun =
+export type ExportRun<E = never> =
   | { readonly _tag: "success"; readonly result: ExportResult }
-  | { readonly _tag: "failure"; readonly exportName: string; readonly error: RivetError }
+  | { readonly _tag: "failure"; readonly exportName: string; readonly error: RivetError | E }
 
 /** Picks the exports to run; an unknown name is a usage error listing the known ones. */
 export const selectExports = (

@@ -26,6 +26,7 @@ import type {
   PartEncoder,
   PartRecord,
   PluginContext,
+  PluginError,
   ProgressReporter,
   RivetError,
   RivetConfig,
@@ -41,6 +42,7 @@ import type {
   SourcePlugin,
   SourceQuery,
   SourceResult,
+  StateError,
   StoredObject,
   UploadHandle,
   ColumnData,
@@ -177,7 +179,9 @@ describe("public API types", () => {
     expectTypeOf<Parameters<typeof runExports<never>>[0]>().toEqualTypeOf<ConfigInput | string>()
     expectTypeOf<Parameters<typeof runExports<never>>[1]>().toMatchTypeOf<RunExportsOptions | undefined>()
     expectTypeOf(runExports).returns.toEqualTypeOf<Promise<ReadonlyArray<ExportResult>>>()
-    expectTypeOf(runExportsEffect).returns.toEqualTypeOf<Effect.Effect<ReadonlyArray<ExportRun>, RivetError>>()
+    expectTypeOf(runExportsEffect<never>).returns.toEqualTypeOf<
+      Effect.Effect<ReadonlyArray<ExportRun>, ConfigError | SourceError | StateError | PluginError>
+    >()
     expectTypeOf(loadConfig).returns.toEqualTypeOf<Effect.Effect<RivetConfig, ConfigError>>()
     // Every option stays optional; each pinned option keeps its type (new optional options are fine).
     expectTypeOf<RequiredKeys<RunExportsOptions>>().toEqualTypeOf<never>()

@@ -1,10 +1,28 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { afterAll, describe, expect, it } from "vitest"
-import { batchToRows, columnValues, ConfigError, loadConfig, makeBatch, mapRows, PluginError, runExports, type BatchTransform } from "../../src/index.js"
+import { afterAll, describe, expect, expectTypeOf, it } from "vitest"
+import {
+  batchToRows,
+  columnValues,
+  ConfigError,
+  type ExportRun,
+  loadConfig,
+  makeBatch,
+  mapRows,
+  PluginError,
+  ProgressReporter,
+  runExports,
+  runExportsEffect,
+  type BatchTransform,
+  type SourceError,
+  type StateError
+} from "../../src/index.js"
 import { memorySink, memorySource } from "../../src/testing/index.js"
 
 const schema = {
@@ -127,6 +145,54 @@ describe("transforms (RunExportsOptions.transforms)", () => {
     )
     const [result] = await runExports(loaded, { configDir, plugins })
     expect(result?.rows).toBe(25)
+  })
+
+  it("an Effect transform uses the program's service and fails with the program's error; a provided ProgressReporter is used", async () => {
+    class Multiplier extends Context.Tag("test/Multiplier")<Multiplier, { readonly factor: bigint }>() {}
+    class Refused extends Data.TaggedError("Refused")<{ readonly id: bigint }> {}
+    const scaled: BatchTransform<Refused, Multiplier> = ({ schema: input, batches }) => ({
+      schema: input,
+      batches: Stream.mapEffect(batches, (batch) =>
+        Effect.gen(function* () {
+          const { factor } = yield* Multiplier
+          const ids = columnValues(batch.columns[0]!, input.columns[0]!.type) as ReadonlyArray<bigint>
+          if (ids.includes(13n) && factor < 0n) return yield* new Refused({ id: 13n })
+          return makeBatch(input, [ids.map((id) => id * factor), columnValues(batch.columns[1]!, input.columns[1]!.type)])
+        })
+      )
+    })
+    const started: Array<string> = []
+    const reporter = Layer.succeed(ProgressReporter, {
+      started: (live) => Effect.sync(() => void started.push(live.exportName)),
+      tick: () => Effect.void,
+      finished: () => Effect.void,
+      notice: () => Effect.void,
+      intervalMs: 60_000
+    })
+    const runWith = (factor: bigint) => {
+      const source = memorySource({ schema, rows })
+      const sink = memorySink()
+      const program = runExportsEffect(
+        { source: { type: "memory" }, exports: [{ name: "orders", table: "orders", format: "ndjson", destination: { type: "memory" } }] },
+        { configDir, plugins: [source.plugin, sink.plugin], transforms: { orders: scaled } }
+      )
+      expectTypeOf(program).toEqualTypeOf<
+        Effect.Effect<ReadonlyArray<ExportRun<Refused>>, ConfigError | SourceError | StateError | PluginError, Multiplier>
+      >()
+      return Effect.runPromise(program.pipe(Effect.provideService(Multiplier, { factor }), Effect.provide(reporter))).then(
+        (runs) => ({ runs, sink })
+      )
+    }
+    const { runs, sink } = await runWith(3n)
+    expect(runs[0]?._tag).toBe("success")
+    const part = sink.objects().get((runs[0] as Extract<ExportRun, { _tag: "success" }>).result.parts[0]!.path)!
+    expect(Buffer.from(part).toString("utf8").split("\n")[2]).toBe('{"id":"6","status":"live"}')
+    expect(started).toEqual(["orders"])
+    const refused = await runWith(-1n)
+    const failure = refused.runs[0] as Extract<ExportRun<Refused>, { _tag: "failure" }>
+    expect(failure._tag).toBe("failure")
+    expect(failure.error).toBeInstanceOf(Refused)
+    expect(refused.sink.objects().size).toBe(0)
   })
 
   it("batchToRows / makeBatch round-trip, as mapRows relies on", () => {
