@@ -7,7 +7,7 @@
  *   npm run build && DATABASE_URL=postgres://… npx tsx examples/transform-to-arrow.ts
  */
 import * as path from "node:path"
-import { mapRows, runExports } from "rivet"
+import { type LoadedPlugin, mapRows, runExports } from "rivet"
 
 /**
  * Per row: `total_cents` (int64, computed exactly from the decimal text — no floating point) and a size `band`.
@@ -27,7 +27,8 @@ export const enrichOrders = mapRows(
 
 /** Exports `table` to `{workDir}/orders/` as Arrow; relative paths and the run state live in `workDir`. */
 export const exportOrdersToArrow = async (databaseUrl: string, workDir: string, table = "orders") => {
-  const [orders] = await runExports(
+  // `plugins:` loads the Arrow format at run time; the type argument tells the config's type about `format: arrow`.
+  const [orders] = await runExports<LoadedPlugin<"format", "arrow">>(
     {
       // A path is resolved against configDir; an installed plugin would be named by its npm package instead.
       plugins: [path.resolve(import.meta.dirname, "../plugins/rivet-format-arrow")],

@@ -20,6 +20,16 @@ export interface AnyPluginValue {
   readonly config: unknown
 }
 
+/**
+ * A plugin the config loads by its `plugins:` list (a module path or package name), described for the type system:
+ * its kind, `type` and block keys. `runExports<LoadedPlugin<"format", "arrow">>({ plugins: ["rivet-format-arrow"], … })`.
+ */
+export interface LoadedPlugin<Kind extends AnyPluginValue["kind"], Type extends string, Keys extends object = object> {
+  readonly kind: Kind
+  readonly type: Type
+  readonly config: Schema.Schema<Keys, Keys>
+}
+
 /** A block's keys as written in YAML; a schema of no keys (a record of `never`) allows none besides the type. */
 type Keys<S> = S extends Schema.Schema<infer _A, infer I, infer _R> ? (string extends keyof I ? unknown : I) : never
 

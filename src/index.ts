@@ -5,7 +5,7 @@
  * `rivet/testing`.
  */
 export { loadConfig, runExports, runExportsEffect, type ConfigInput, type RunExportsOptions } from "./api.js"
-export { defineConfig, type ExportInput, type RivetConfigInput } from "./config-input.js"
+export { defineConfig, type ExportInput, type LoadedPlugin, type RivetConfigInput } from "./config-input.js"
 export { mapRows, type Row } from "./map-rows.js"
 export type { ExportConfig, RivetConfig } from "./runtime/config/model.js"
 export * from "./plugin.js"

@@ -4,9 +4,7 @@ import type { BatchSchema } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
 import type { FormatDriverShape, PartInfo } from "../../runtime/plugin.js"
 import { type ParquetConfig, rowGroupLimits } from "./config.js"
-import { makeCodec } from "./compressors.js"
 import { countParquetRows } from "./count-rows.js"
-import { makePartEncoder } from "./encoder.js"
 import { schemaProblems } from "./schema.js"
 import { encoderThreadWanted, makeEncoderThread, type ThreadedOpen } from "../thread/encoder-thread.js"
 
@@ -24,18 +22,25 @@ const validate = Effect.fn("ParquetFormat.validate")(function* (schema: BatchSch
   )
 })
 
-/** Opens Parquet parts on the calling thread (the encoder thread's way, and the fallback without one). */
+/**
+ * Opens Parquet parts on the calling thread (the encoder thread's way, and the fallback without one). The writer and
+ * its compressors load here, on first use: a reading thread that hands its parts to the encoder thread never loads
+ * them (apache-arrow, for the footer's Arrow schema, alone costs ~20 MB).
+ */
 export const parquetPartOpener = (config: ParquetConfig): Effect.Effect<ThreadedOpen, FormatError> =>
-  Effect.map(makeCodec(config), (codec) => (schema, part) =>
-    Effect.try({
-      try: () => {
-        const limits = rowGroupLimits(config)
-        return makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes }, part)
-      },
-      catch: (cause) =>
-        new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })
-    })
-  )
+  Effect.gen(function* () {
+    const [{ makeCodec }, { makePartEncoder }] = yield* Effect.promise(() =>
+      Promise.all([import("./compressors.js"), import("./encoder.js")])
+    )
+    const codec = yield* makeCodec(config)
+    const limits = rowGroupLimits(config)
+    return (schema, part) =>
+      Effect.try({
+        try: () => makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes }, part),
+        catch: (cause) =>
+          new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })
+      })
+  })
 
 /**
  * The Parquet format driver for one export's config (loads the zstd compressor when configured). Parts are encoded
