@@ -193,6 +193,11 @@ const guardedMake =
         } catch (cause) {
           return Layer.die(failure(who, "make", "threw", cause))
         }
+        if (isPromiseLike(layer)) {
+          // Settled here, so that a rejection is not left unhandled; its reason is not needed.
+          Promise.resolve(layer).catch(() => undefined)
+          return Layer.die(failure(who, "make", "returned a Promise, not a Layer", "make must return a Layer (Layer.effect for asynchronous set-up)"))
+        }
         if (!Layer.isLayer(layer)) return Layer.die(failure(who, "make", "returned something that is not a Layer", typeof layer))
         const built = Layer.catchAllCause(layer as Layer.Layer<I, E>, (cause) => Layer.failCause(named(who, "make", cause)))
         return Layer.map(built, (context) => Context.add(context, tag, guard(who, Context.get(context, tag))))

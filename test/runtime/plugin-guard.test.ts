@@ -109,7 +109,7 @@ describe("calls into plugins are guarded", () => {
       const refused = await failureOf({ source: defineSource({ type: "bad-make", config: source.plugin.config, make: makeLayer }) })
       expect(refused.error).toBeInstanceOf(PluginError)
       expect((refused.error as PluginError).message).toContain(
-        how === "reject" ? "the source plugin 'bad-make' returned something that is not a Layer in make" : `the source plugin 'bad-make' ${WHAT[how]} in make`
+        how === "reject" ? "the source plugin 'bad-make' returned a Promise, not a Layer in make" : `the source plugin 'bad-make' ${WHAT[how]} in make`
       )
       const open = await failureOf({ source: sourceWith("bad-open", (driver) => ({ ...driver, open: broken(how, "open") })) })
       expect((open.error as PluginError).message).toContain(`the source plugin 'bad-open' ${WHAT[how]} in open`)
