@@ -19,9 +19,6 @@ export const DEFAULT_UPLOAD_CONCURRENCY = 4
 export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000
 const MAX_REQUEST_TIMEOUT_MS = 24 * 86_400_000
 
-/** The name of the object `rivet doctor` writes (and deletes) under the prefix. */
-export const DOCTOR_PROBE_NAME = ".rivet_doctor_probe"
-
 /**
  * Descriptions go on the innermost (encoded-side) schema of each field: effect's JSON Schema generator works on
  * the encoded side, where refinements and property-signature annotations are dropped.

@@ -1,0 +1,6 @@
+/**
+ * `Sink`: build a sink driver from a store's primitives (`Sink.make`) and the config fields cloud sinks share.
+ */
+export { concatParts } from "./buffered.js"
+export { invalidKeyMessage, make, PROBE_NAME } from "./make.js"
+export type { RawUpload, SinkOperation, SinkPrimitives, UploadRules } from "./primitives.js"
