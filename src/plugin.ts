@@ -45,7 +45,7 @@ export {
 } from "./runtime/errors.js"
 export { invalidKeyReason } from "./runtime/keys.js"
 export * as Sink from "./runtime/sink/index.js"
-export type { RawUpload, SinkOperation, SinkPrimitives, UploadRules } from "./runtime/sink/index.js"
+export type { RawUpload, SinkOperation, SinkPrimitives, UsageProblem, UploadRules } from "./runtime/sink/index.js"
 export {
   defineFormat,
   defineSink,

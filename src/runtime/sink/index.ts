@@ -3,4 +3,4 @@
  */
 export { concatParts } from "./buffered.js"
 export { invalidKeyMessage, make, PROBE_NAME } from "./make.js"
-export type { RawUpload, SinkOperation, SinkPrimitives, UploadRules } from "./primitives.js"
+export type { RawUpload, SinkOperation, SinkPrimitives, UsageProblem, UploadRules } from "./primitives.js"

@@ -27,7 +27,7 @@ export const make = <Receipt>(primitives: SinkPrimitives<Receipt>): SinkDriverSh
     const reason = invalidKeyReason(key) ?? primitives.keyProblem?.(key)
     return reason === undefined
       ? Effect.void
-      : Effect.fail(primitives.usageError(operation, key, invalidKeyMessage(key, reason)))
+      : Effect.fail(primitives.usageError({ operation, key, message: invalidKeyMessage(key, reason), reason: "Unknown" }))
   }
 
   const put = (key: string, bytes: Uint8Array, contentType: string) =>
@@ -39,7 +39,14 @@ export const make = <Receipt>(primitives: SinkPrimitives<Receipt>): SinkDriverSh
       blockSize: primitives.capabilities.blockSize,
       rules: primitives.uploads ?? {},
       spanPrefix: primitives.spanPrefix,
-      fail: (operation, message, hint) => primitives.usageError(operation, key, message, hint)
+      fail: (operation, message, options) =>
+        primitives.usageError({
+          operation,
+          key,
+          message,
+          reason: options?.conflict === true ? "Conflict" : "Unknown",
+          hint: options?.hint
+        })
     })
   const { begin: beginRaw } = primitives
   const open = (key: string, contentType: string): Effect.Effect<UploadHandle, SinkError> =>

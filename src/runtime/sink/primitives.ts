@@ -20,6 +20,18 @@ export interface RawUpload<Receipt> {
   readonly abort: Effect.Effect<void, SinkError>
 }
 
+/** A request the framework refuses, for the plugin to word as a `SinkError` in its store's terms. */
+export interface UsageProblem {
+  readonly operation: SinkOperation
+  /** The key relative to the destination. */
+  readonly key: string
+  /** What is wrong, e.g. `block 1 of 3 was never written`. */
+  readonly message: string
+  /** `Conflict`: the upload was already completed or aborted; `Unknown`: the request breaks the contract. */
+  readonly reason: "Conflict" | "Unknown"
+  readonly hint?: string | undefined
+}
+
 /** Limits and conventions of a store's uploads, for the framework's checks and messages. */
 export interface UploadRules {
   /** Most parts one object may have (S3: 10,000); with the hint shown when an object would need more. */
@@ -47,9 +59,9 @@ export interface SinkPrimitives<Receipt> {
   readonly capabilities: SinkCapabilities
   /**
    * Builds the non-retryable error for a request the framework refuses (an invalid key, a part missing at
-   * complete, a write after abort), in the store's own words: `message` says what is wrong with `key`.
+   * complete, a write after abort), in the store's own words.
    */
-  readonly usageError: (operation: SinkOperation, key: string, message: string, hint?: string) => SinkError
+  readonly usageError: (problem: UsageProblem) => SinkError
   /** Refusals beyond Rivet's key rules (e.g. a store's key length limit), for a key relative to the destination. */
   readonly keyProblem?: ((key: string) => string | undefined) | undefined
   /** Writes a whole small object atomically. */

@@ -9,7 +9,7 @@ export interface GuardOptions {
   readonly blockSize: number
   readonly rules: UploadRules
   readonly spanPrefix: string
-  readonly fail: (operation: SinkOperation, message: string, hint?: string) => SinkError
+  readonly fail: (operation: SinkOperation, message: string, options?: { hint?: string | undefined; conflict?: boolean }) => SinkError
 }
 
 interface Part<Receipt> {
@@ -53,7 +53,7 @@ export const guardUpload = <Receipt>(raw: RawUpload<Receipt>, options: GuardOpti
   let next = 0
 
   const ensureOpen = (operation: SinkOperation) =>
-    state === "open" ? Effect.void : Effect.fail(fail(operation, `the upload was already ${state}`))
+    state === "open" ? Effect.void : Effect.fail(fail(operation, `the upload was already ${state}`, { conflict: true }))
 
   const writeBlock = Effect.fn(`${options.spanPrefix}.writeBlock`)(function* (index: number, bytes: Uint8Array) {
     yield* ensureOpen("writeBlock")
@@ -62,7 +62,7 @@ export const guardUpload = <Receipt>(raw: RawUpload<Receipt>, options: GuardOpti
       return yield* fail(
         "writeBlock",
         `block ${index} is beyond the destination's limit of ${maxParts} parts per object`,
-        rules.maxParts?.hint
+        { hint: rules.maxParts?.hint }
       )
     }
     if (bytes.length > blockSize) {

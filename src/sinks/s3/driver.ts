@@ -113,7 +113,7 @@ export const makeS3Driver = (
       label: `S3(${config.bucket})`,
       uri: (key) => s3Uri(config.bucket, fullKey(key ?? "")),
       capabilities: { markers: true, blockSize: config.part_size, concurrency: config.upload_concurrency },
-      usageError: (operation, key, message, hint) => usageError(operation, fullKey(key), message, hint),
+      usageError: (problem) => usageError({ ...problem, key: fullKey(problem.key) }),
       keyProblem: (key) => keyLengthProblem(key, s3.prefix),
       uploads: {
         maxParts: { count: MAX_PARTS, hint: "Raise part_size: an object can hold at most part_size × 10,000 bytes." },

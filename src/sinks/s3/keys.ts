@@ -1,7 +1,7 @@
 import { SinkError } from "../../runtime/errors.js"
 import { invalidKeyReason as invalidRelativeKey } from "../../runtime/keys.js"
 import { invalidKeyMessage } from "../../runtime/sink/make.js"
-import type { SinkOperation } from "../../runtime/sink/primitives.js"
+import type { SinkOperation, UsageProblem } from "../../runtime/sink/primitives.js"
 import { s3Uri } from "./errors.js"
 
 /** S3's limit on the UTF-8 length of a full key (prefix included). */
@@ -31,24 +31,29 @@ export const keyLengthProblem = (key: string, prefix: string): string | undefine
 export const invalidKeyReason = (key: string, prefix: string): string | undefined =>
   invalidRelativeKey(key) ?? keyLengthProblem(key, prefix)
 
-/** A non-retryable `SinkError` for a request refused before or after S3 saw it, naming the S3 request and full key. */
+/**
+ * A non-retryable `SinkError` for a request refused before or after S3 saw it, naming the S3 request and the full
+ * key (prefix included).
+ */
 export const s3UsageError =
   (bucket: string) =>
-  (operation: string, key: string, message: string, hint?: string): SinkError => {
-    const request = S3_OPERATION[operation] ?? operation
+  (problem: Omit<UsageProblem, "operation" | "reason"> & { operation: string; reason?: UsageProblem["reason"] }) => {
+    const request = S3_OPERATION[problem.operation] ?? problem.operation
     return new SinkError({
       plugin: "s3",
       operation: request,
-      key,
-      reason: "Unknown",
+      key: problem.key,
+      reason: problem.reason ?? "Unknown",
       retryable: false,
-      message: `S3 ${request} ${s3Uri(bucket, key)}: ${message}`,
-      ...(hint === undefined ? {} : { hint })
+      message: `S3 ${request} ${s3Uri(bucket, problem.key)}: ${problem.message}`,
+      ...(problem.hint === undefined ? {} : { hint: problem.hint })
     })
   }
 
 /** Fails with a non-retryable `SinkError` naming the S3 request and key when the key is refused. */
 export const validateKey = (operation: string, bucket: string, prefix: string, key: string) => {
   const reason = invalidKeyReason(key, prefix)
-  return reason === undefined ? undefined : s3UsageError(bucket)(operation, prefix + key, invalidKeyMessage(key, reason))
+  return reason === undefined
+    ? undefined
+    : s3UsageError(bucket)({ operation, key: prefix + key, message: invalidKeyMessage(key, reason) })
 }

@@ -51,7 +51,7 @@ export const beginUpload = (s3: S3Bucket, key: string, contentType: string) =>
     const { UploadId } = yield* s3.call("CreateMultipartUpload", key, (abortSignal) =>
       s3.client.send(new CreateMultipartUploadCommand(create), { abortSignal })
     )
-    if (UploadId === undefined) return yield* fail("begin", key, "the response carried no UploadId")
+    if (UploadId === undefined) return yield* fail({ operation: "begin", key, message: "the response carried no UploadId" })
     const target = { Bucket: s3.bucket, Key: key, UploadId }
     const abort = abortMultipartUpload(s3, key, UploadId)
 
@@ -63,7 +63,7 @@ export const beginUpload = (s3: S3Bucket, key: string, contentType: string) =>
         .pipe(
           Effect.filterOrFail(
             (output): output is typeof output & { ETag: string } => output.ETag !== undefined,
-            () => fail("writeBlock", key, `the response for part ${index + 1} carried no ETag`)
+            () => fail({ operation: "writeBlock", key, message: `the response for part ${index + 1} carried no ETag` })
           ),
           Effect.map((output) => output.ETag)
         )
