@@ -4,3 +4,12 @@
 export { concatParts } from "./buffered.js"
 export { invalidKeyMessage, make, PROBE_NAME } from "./make.js"
 export type { RawUpload, SinkOperation, SinkPrimitives, UsageProblem, UploadRules } from "./primitives.js"
+export {
+  describedString,
+  envVarNameField,
+  isEnvVarName,
+  normalizePrefix,
+  prefixField,
+  uploadConcurrencyField,
+  type EnvVarNameOptions
+} from "./config.js"
