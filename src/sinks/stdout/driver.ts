@@ -38,7 +38,8 @@ const writeError = (operation: string, key: string | undefined, cause: unknown):
     ...(key === undefined ? {} : { key }),
     reason: "Unknown",
     retryable: false,
-    message: `cannot write to stdout: ${describeCause(cause)}`
+    message: `cannot write to stdout: ${describeCause(cause)}`,
+    cause
   })
 }
 
