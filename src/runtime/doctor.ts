@@ -28,10 +28,7 @@ const attempt = (name: string, check: Effect.Effect<unknown, RivetError>): Effec
 export const doctor = (config: RivetConfig): Effect.Effect<ReadonlyArray<DoctorCheck>> =>
   Effect.gen(function* () {
     const checks: Array<DoctorCheck> = []
-    const sourceLayer = config.source.plugin.make(config.source.config as never, context(config)) as Layer.Layer<
-      SourceDriver,
-      RivetError
-    >
+    const sourceLayer = config.source.make(context(config))
     const sourceChecks = Effect.gen(function* () {
       const source = yield* SourceDriver
       const connected = yield* attempt(`Source ${source.label}`, source.check)
@@ -53,10 +50,7 @@ export const doctor = (config: RivetConfig): Effect.Effect<ReadonlyArray<DoctorC
 
     const seen = new Set<string>()
     for (const spec of config.exports) {
-      const layer = spec.destination.plugin.make(spec.destination.config as never, context(config, spec.name)) as Layer.Layer<
-        SinkDriver,
-        RivetError
-      >
+      const layer = spec.destination.make(context(config, spec.name))
       const check = Effect.gen(function* () {
         const sink = yield* SinkDriver
         const identity = `${sink.label} ${sink.uri()}`

@@ -1,7 +1,6 @@
 import * as Layer from "effect/Layer"
 import type { ExportConfig, RivetConfig } from "./config/model.js"
-import type { RivetError } from "./errors.js"
-import type { FormatDriver, PluginContext, SinkDriver, SourceDriver } from "./plugin.js"
+import type { PluginContext } from "./plugin.js"
 
 type Env = Readonly<Record<string, string | undefined>> | undefined
 
@@ -21,16 +20,10 @@ const pluginContext = (config: RivetConfig, env: Env, concurrency: number, expor
  * time on its own connections.
  */
 export const sourceLayer = (config: RivetConfig, env: Env, concurrency = widestParallel(config)) =>
-  config.source.plugin.make(config.source.config as never, pluginContext(config, env, concurrency)) as Layer.Layer<
-    SourceDriver,
-    RivetError
-  >
+  config.source.make(pluginContext(config, env, concurrency))
 
 /** The format and sink drivers of one export (`rivet run`, `rivet validate`, chunk worker threads). */
 export const exportLayer = (config: RivetConfig, spec: ExportConfig, env: Env) => {
   const context = pluginContext(config, env, widestParallel(config), spec.name)
-  return Layer.merge(
-    spec.format.plugin.make(spec.format.config as never, context),
-    spec.destination.plugin.make(spec.destination.config as never, context)
-  ) as Layer.Layer<FormatDriver | SinkDriver, RivetError>
+  return Layer.merge(spec.format.make(context), spec.destination.make(context))
 }

@@ -227,6 +227,7 @@ describe("public API types", () => {
 describe("public API values", () => {
   it("rivet/plugin exports the contract and nothing of the runtime", () => {
     expect(Object.keys(pluginEntry).sort()).toEqual([
+      "ByteSize",
       "ConfigError",
       "FormatDriver",
       "FormatError",
@@ -235,6 +236,7 @@ describe("public API values", () => {
       "PLUGIN_API_VERSION",
       "PluginError",
       "SchemaDriftError",
+      "Sink",
       "SinkDriver",
       "SinkError",
       "SourceDriver",
