@@ -9,7 +9,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { defineSink, runExports, Sink, SinkDriver, SinkError } from "rivet"
+import { defineSink, runExports, Sink, SinkDriver } from "rivet"
 
 /** A sink plugin plus the Map it writes into. */
 export const makeMapSink = () => {
@@ -29,8 +29,7 @@ export const makeMapSink = () => {
           label: "Map",
           uri: (key) => `map:${config.prefix}${key ?? ""}`,
           capabilities: { markers: true, blockSize: 1024 * 1024, concurrency: 1 },
-          usageError: ({ operation, key, message, reason }) =>
-            new SinkError({ plugin: "map", operation, key, reason, retryable: false, message }),
+          usageError: Sink.usageErrors("map"),
           probe: false,
           put: (key, bytes) => Effect.sync(() => void objects.set(`${config.prefix}${key}`, bytes.slice()))
         })

@@ -186,7 +186,7 @@ export const memorySink = (options: MemorySinkOptions = {}): MemorySink => {
     label: "Memory",
     uri: (key) => (key === undefined ? "memory:" : `memory:${key}`),
     capabilities: { markers: options.markers ?? true, blockSize, concurrency: options.concurrency ?? 4 },
-    usageError: ({ operation, key, message, reason }) => sinkError(operation, key, reason, `${key}: ${message}`),
+    usageError: Sink.usageErrors("memory", (problem) => ({ ...problem, message: `${problem.key}: ${problem.message}` })),
     check: call({ operation: "check" }),
     probe: false,
     put: (key, bytes) =>

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { Sink, SinkError, type PluginContext, type SinkDriverShape, type SinkOperation, type StoredObject } from "rivet/plugin"
+import { Sink, type PluginContext, type SinkError, type SinkDriverShape, type SinkOperation, type StoredObject } from "rivet/plugin"
 import { makeService } from "./auth.js"
 import type { AzureConfig } from "./config.js"
 import { bindContainer, type AzureContainer } from "./container.js"
@@ -9,7 +9,7 @@ import { azureKeyProblem } from "./keys.js"
 import { beginUpload, MAX_BLOCKS, putBlob } from "./upload.js"
 
 /** The Blob service request behind each operation, for messages. */
-const AZURE_OPERATION: Readonly<Record<SinkOperation, string>> = {
+const AZURE_OPERATION: Readonly<Record<SinkOperation, string>> & Readonly<Record<string, string | undefined>> = {
   check: "PutBlob",
   put: "PutBlob",
   begin: "PutBlock",
@@ -73,19 +73,11 @@ export const makeAzureDriver = (
       label: `Azure(${config.container})`,
       uri: (key) => azure.uri(fullName(key ?? "")),
       capabilities: { markers: true, blockSize: config.block_size, concurrency: config.upload_concurrency },
-      usageError: (problem) => {
-        const request = AZURE_OPERATION[problem.operation]
+      usageError: Sink.usageErrors("azure", (problem) => {
+        const request = AZURE_OPERATION[problem.operation] ?? problem.operation
         const blob = fullName(problem.key)
-        return new SinkError({
-          plugin: "azure",
-          operation: request,
-          key: blob,
-          reason: problem.reason,
-          retryable: false,
-          message: `Azure ${request} ${azure.uri(blob)}: ${problem.message}`,
-          ...(problem.hint === undefined ? {} : { hint: problem.hint })
-        })
-      },
+        return { operation: request, key: blob, message: `Azure ${request} ${azure.uri(blob)}: ${problem.message}` }
+      }),
       keyProblem: (key) => azureKeyProblem(key, azure.prefix),
       uploads: {
         maxParts: { count: MAX_BLOCKS, hint: "Raise block_size: a blob holds at most block_size × 50,000 bytes." }

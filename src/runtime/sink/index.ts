@@ -13,3 +13,4 @@ export {
   uploadConcurrencyField,
   type EnvVarNameOptions
 } from "./config.js"
+export { usageErrors, type Refused, type Wording } from "./refusal.js"

@@ -11,7 +11,7 @@ import { SinkDriver } from "../../runtime/plugin.js"
 import type { PluginContext, SinkDriverShape, StoredObject } from "../../runtime/plugin.js"
 import * as Sink from "../../runtime/sink/index.js"
 import type { LocalConfig } from "./config.js"
-import { fsError, protocolError } from "./errors.js"
+import { fsError } from "./errors.js"
 import { ensureDirectory, isAbandonedTempFile, openTempFile } from "./temp-file.js"
 import type { TempFile } from "./temp-file.js"
 
@@ -104,7 +104,10 @@ export const makeLocalDriver = (
       label: `Local(${config.path})`,
       uri: (key) => (key === undefined ? `file://${root}` : `file://${pathOf(key)}`),
       capabilities: { markers: true, blockSize: LOCAL_BLOCK_SIZE, concurrency: LOCAL_CONCURRENCY },
-      usageError: ({ operation, key, message, reason }) => protocolError(operation, `${operation} ${key}: ${message}`, key, reason),
+      usageError: Sink.usageErrors("local", (problem) => ({
+        ...problem,
+        message: `${problem.operation} ${problem.key}: ${problem.message}`
+      })),
       check: ensureDirectory(root, "check"),
       probe: { remove: (key) => unlinkObject("check", key, "delete the probe file") },
 

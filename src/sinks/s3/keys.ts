@@ -1,7 +1,7 @@
-import { SinkError } from "../../runtime/errors.js"
 import { invalidKeyReason as invalidRelativeKey } from "../../runtime/keys.js"
 import { invalidKeyMessage } from "../../runtime/sink/make.js"
-import type { SinkOperation, UsageProblem } from "../../runtime/sink/primitives.js"
+import type { SinkOperation } from "../../runtime/sink/primitives.js"
+import { usageErrors } from "../../runtime/sink/refusal.js"
 import { s3Uri } from "./errors.js"
 
 /** S3's limit on the UTF-8 length of a full key (prefix included). */
@@ -31,24 +31,12 @@ export const keyLengthProblem = (key: string, prefix: string): string | undefine
 export const invalidKeyReason = (key: string, prefix: string): string | undefined =>
   invalidRelativeKey(key) ?? keyLengthProblem(key, prefix)
 
-/**
- * A non-retryable `SinkError` for a request refused before or after S3 saw it, naming the S3 request and the full
- * key (prefix included).
- */
-export const s3UsageError =
-  (bucket: string) =>
-  (problem: Omit<UsageProblem, "operation" | "reason"> & { operation: string; reason?: UsageProblem["reason"] }) => {
+/** A request refused before or after S3 saw it, naming the S3 request and the full key (prefix included). */
+export const s3UsageError = (bucket: string) =>
+  usageErrors("s3", (problem) => {
     const request = S3_OPERATION[problem.operation] ?? problem.operation
-    return new SinkError({
-      plugin: "s3",
-      operation: request,
-      key: problem.key,
-      reason: problem.reason ?? "Unknown",
-      retryable: false,
-      message: `S3 ${request} ${s3Uri(bucket, problem.key)}: ${problem.message}`,
-      ...(problem.hint === undefined ? {} : { hint: problem.hint })
-    })
-  }
+    return { operation: request, key: problem.key, message: `S3 ${request} ${s3Uri(bucket, problem.key)}: ${problem.message}` }
+  })
 
 /** Fails with a non-retryable `SinkError` naming the S3 request and key when the key is refused. */
 export const validateKey = (operation: string, bucket: string, prefix: string, key: string) => {

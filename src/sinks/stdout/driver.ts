@@ -43,9 +43,6 @@ const writeError = (operation: string, key: string | undefined, cause: unknown):
   })
 }
 
-const protocolError = (operation: string, key: string, message: string): SinkError =>
-  new SinkError({ plugin: PLUGIN, operation, key, reason: "Unknown", retryable: false, message })
-
 /**
  * The stdout sink: bytes go to `stream` in the order they are written, waiting for `'drain'` whenever the
  * stream's buffer is full. A stream can never take bytes back, so `abort` does nothing and blocks must come
@@ -135,7 +132,7 @@ export const makeStdoutDriver = (
       label: "Stdout",
       uri: () => "stdout:",
       capabilities: { markers: false, blockSize: STDOUT_BLOCK_SIZE, concurrency: 1 },
-      usageError: ({ operation, key, message }) => protocolError(operation, key, `stdout: ${message}`),
+      usageError: Sink.usageErrors(PLUGIN, (problem) => ({ ...problem, message: `stdout: ${problem.message}` })),
       // A stream can never take bytes back: blocks go out in order, and abort has nothing to remove.
       uploads: { inOrder: true },
       check: Effect.suspend(() => (failure === undefined ? Effect.void : Effect.fail(failure))),
