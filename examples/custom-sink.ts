@@ -9,21 +9,11 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { defineSink, runExports, SinkDriver, type UploadHandle } from "rivet"
+import { defineSink, runExports, Sink, SinkDriver } from "rivet"
 
 /** A sink plugin plus the Map it writes into. */
 export const makeMapSink = () => {
   const objects = new Map<string, Uint8Array>()
-
-  const upload = (key: string): UploadHandle => {
-    const blocks: Array<Uint8Array> = []
-    return {
-      // Blocks may be retried, so writing block i twice must simply replace it.
-      writeBlock: (index, bytes) => Effect.sync(() => void (blocks[index] = bytes.slice())),
-      complete: (count) => Effect.sync(() => void objects.set(key, Buffer.concat(blocks.slice(0, count)))),
-      abort: Effect.sync(() => void blocks.splice(0))
-    }
-  }
 
   const plugin = defineSink({
     type: "map",
@@ -31,14 +21,19 @@ export const makeMapSink = () => {
     // The destination block's keys besides `type`; Rivet rejects any other key with a did-you-mean.
     config: Schema.Struct({ prefix: Schema.optionalWith(Schema.String, { default: () => "" }) }),
     make: (config) =>
-      Layer.succeed(SinkDriver, {
-        label: "Map",
-        uri: (key) => `map:${config.prefix}${key ?? ""}`,
-        capabilities: { markers: true, blockSize: 1024 * 1024, concurrency: 1 },
-        check: Effect.void,
-        put: (key, bytes) => Effect.sync(() => void objects.set(`${config.prefix}${key}`, bytes.slice())),
-        begin: (key) => Effect.sync(() => upload(`${config.prefix}${key}`))
-      })
+      Layer.succeed(
+        SinkDriver,
+        // Only `put`: Sink.make keeps the blocks of a large object in memory and puts them whole on complete.
+        Sink.make({
+          spanPrefix: "MapSink",
+          label: "Map",
+          uri: (key) => `map:${config.prefix}${key ?? ""}`,
+          capabilities: { markers: true, blockSize: 1024 * 1024, concurrency: 1 },
+          usageError: Sink.usageErrors("map"),
+          probe: false,
+          put: (key, bytes) => Effect.sync(() => void objects.set(`${config.prefix}${key}`, bytes.slice()))
+        })
+      )
   })
   return { plugin, objects }
 }

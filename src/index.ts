@@ -20,7 +20,7 @@ export {
   type ProgressReporterShape
 } from "./runtime/progress.js"
 export type { ExportRun } from "./runtime/run.js"
-export { ByteSize, parseByteSize } from "./runtime/size.js"
+export { parseByteSize } from "./runtime/size.js"
 export {
   postgresStateLayer,
   sqliteStateLayer,

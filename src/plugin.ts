@@ -44,6 +44,16 @@ export {
   type SinkErrorReason
 } from "./runtime/errors.js"
 export { invalidKeyReason } from "./runtime/keys.js"
+export { ByteSize } from "./runtime/size.js"
+export * as Sink from "./runtime/sink/index.js"
+export type {
+  EnvVarNameOptions,
+  RawUpload,
+  SinkOperation,
+  SinkPrimitives,
+  UploadRules,
+  UsageProblem
+} from "./runtime/sink/index.js"
 export {
   defineFormat,
   defineSink,

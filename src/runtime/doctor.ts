@@ -34,8 +34,8 @@ export const doctor = (config: RivetConfig): Effect.Effect<ReadonlyArray<DoctorC
   Effect.gen(function* () {
     const checks: Array<DoctorCheck> = []
     const sourceLayer = guardedSource({ kind: "source", type: config.source.plugin.type, exportName: undefined }, () =>
-      config.source.plugin.make(config.source.config as never, context(config))
-    ) as Layer.Layer<SourceDriver, RivetError>
+      config.source.make(context(config))
+    )
     const sourceChecks = Effect.gen(function* () {
       const source = yield* SourceDriver
       const connected = yield* attempt(`Source ${source.label}`, source.check)
@@ -58,8 +58,8 @@ export const doctor = (config: RivetConfig): Effect.Effect<ReadonlyArray<DoctorC
     const seen = new Set<string>()
     for (const spec of config.exports) {
       const layer = guardedSink({ kind: "sink", type: spec.destination.plugin.type, exportName: spec.name }, () =>
-        spec.destination.plugin.make(spec.destination.config as never, context(config, spec.name))
-      ) as Layer.Layer<SinkDriver, RivetError>
+        spec.destination.make(context(config, spec.name))
+      )
       const check = Effect.gen(function* () {
         const sink = yield* SinkDriver
         const identity = `${sink.label} ${sink.uri()}`

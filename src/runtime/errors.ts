@@ -41,6 +41,16 @@ export const SinkErrorReason = Schema.Literal(
 export type SinkErrorReason = typeof SinkErrorReason.Type
 
 /** A destination operation failed. `retryable` errors are retried by the runtime's policy. */
+/**
+ * What a store's client threw, kept on the SinkError for a program's own logging. Encoded (a worker thread sending
+ * the error to the main thread) it becomes its text: an SDK error need not survive a structured clone.
+ */
+const ErrorCause = Schema.transform(Schema.String, Schema.Unknown, {
+  strict: true,
+  decode: (text) => text,
+  encode: (cause) => describeCause(cause)
+})
+
 export class SinkError extends Schema.TaggedError<SinkError>()("SinkError", {
   plugin: Schema.String,
   operation: Schema.String,
@@ -48,7 +58,8 @@ export class SinkError extends Schema.TaggedError<SinkError>()("SinkError", {
   reason: SinkErrorReason,
   message: Schema.String,
   hint: Schema.optional(Schema.String),
-  retryable: Schema.Boolean
+  retryable: Schema.Boolean,
+  cause: Schema.optional(ErrorCause)
 }) {}
 
 /** What landed does not match what was written or promised (validation, quality gate). */

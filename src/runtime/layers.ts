@@ -1,7 +1,6 @@
 import * as Layer from "effect/Layer"
 import type { ExportConfig, RivetConfig } from "./config/model.js"
-import type { RivetError } from "./errors.js"
-import type { FormatDriver, PluginContext, SinkDriver, SourceDriver } from "./plugin.js"
+import type { PluginContext } from "./plugin.js"
 import { guardedFormat, guardedSink, guardedSource } from "./plugin-guard.js"
 
 type Env = Readonly<Record<string, string | undefined>> | undefined
@@ -22,20 +21,17 @@ const pluginContext = (config: RivetConfig, env: Env, concurrency: number, expor
  * time on its own connections.
  */
 export const sourceLayer = (config: RivetConfig, env: Env, concurrency = widestParallel(config)) =>
-  guardedSource(
-    { kind: "source", type: config.source.plugin.type, exportName: undefined },
-    () => config.source.plugin.make(config.source.config as never, pluginContext(config, env, concurrency))
-  ) as Layer.Layer<SourceDriver, RivetError>
+  guardedSource({ kind: "source", type: config.source.plugin.type, exportName: undefined }, () =>
+    config.source.make(pluginContext(config, env, concurrency))
+  )
 
 /** The format and sink drivers of one export (`rivet run`, `rivet validate`, chunk worker threads). */
 export const exportLayer = (config: RivetConfig, spec: ExportConfig, env: Env) => {
   const context = pluginContext(config, env, widestParallel(config), spec.name)
   return Layer.merge(
-    guardedFormat({ kind: "format", type: spec.format.plugin.type, exportName: spec.name }, () =>
-      spec.format.plugin.make(spec.format.config as never, context)
-    ),
+    guardedFormat({ kind: "format", type: spec.format.plugin.type, exportName: spec.name }, () => spec.format.make(context)),
     guardedSink({ kind: "sink", type: spec.destination.plugin.type, exportName: spec.name }, () =>
-      spec.destination.plugin.make(spec.destination.config as never, context)
+      spec.destination.make(context)
     )
-  ) as Layer.Layer<FormatDriver | SinkDriver, RivetError>
+  )
 }

@@ -7,15 +7,9 @@ import { makeBatch } from "../runtime/batch.js"
 import { SinkError, SourceError } from "../runtime/errors.js"
 import type { SinkErrorReason } from "../runtime/errors.js"
 import { defineSink, defineSource, SinkDriver, SourceDriver } from "../runtime/plugin.js"
-import type {
-  SinkDriverShape,
-  SinkPlugin,
-  SourcePlugin,
-  SourceQuery,
-  StoredObject,
-  UploadHandle
-} from "../runtime/plugin.js"
-import { invalidKeyReason } from "../runtime/keys.js"
+import type { SinkDriverShape, SinkPlugin, SourcePlugin, SourceQuery, StoredObject } from "../runtime/plugin.js"
+import * as Sink from "../runtime/sink/index.js"
+import type { RawUpload } from "../runtime/sink/index.js"
 
 /** Neither in-memory plugin takes config keys (an empty Struct would accept any key). */
 const EmptyConfig = Schema.Record({
@@ -152,17 +146,7 @@ export interface MemorySink {
 const sinkError = (operation: string, key: string | undefined, reason: SinkErrorReason, message: string) =>
   new SinkError({ plugin: "memory", operation, ...(key === undefined ? {} : { key }), reason, message, retryable: false })
 
-const concat = (blocks: ReadonlyArray<Uint8Array>): Uint8Array => {
-  const out = new Uint8Array(blocks.reduce((total, block) => total + block.length, 0))
-  let offset = 0
-  for (const block of blocks) {
-    out.set(block, offset)
-    offset += block.length
-  }
-  return out
-}
-
-/** A sink keeping objects in memory that enforces the upload contract strictly (block sizes, order of calls). */
+/** A sink keeping objects in memory, on `Sink.make`: the framework enforces the upload contract strictly. */
 export const memorySink = (options: MemorySinkOptions = {}): MemorySink => {
   const blockSize = options.blockSize ?? 64 * 1024
   const stored = new Map<string, Uint8Array>()
@@ -175,83 +159,39 @@ export const memorySink = (options: MemorySinkOptions = {}): MemorySink => {
       const injected = options.failWith?.(entry)
       return injected === undefined ? Effect.void : Effect.fail(injected)
     })
-  const checkKey = (operation: string, key: string): Effect.Effect<void, SinkError> => {
-    const problem = invalidKeyReason(key)
-    return problem === undefined
-      ? Effect.void
-      : Effect.fail(sinkError(operation, key, "Unknown", `invalid object key ${JSON.stringify(key)}: ${problem}`))
-  }
 
-  const begin = (key: string): UploadHandle => {
+  // Each block's receipt is a copy of its bytes: the framework keeps them until complete.
+  const begin = (key: string): RawUpload<Uint8Array> => {
     const token = {}
-    const blocks = new Map<number, Uint8Array>()
-    let state: "open" | "completed" | "aborted" = "open"
     pending.add(token)
-    const fail = (operation: string, message: string, reason: SinkErrorReason = "Unknown") =>
-      Effect.fail(sinkError(operation, key, reason, `${key}: ${message}`))
     return {
-      writeBlock: (index, bytes) =>
+      writePart: (index, bytes) => Effect.as(call({ operation: "writeBlock", key, index }), bytes.slice()),
+      complete: (blocks, size) =>
         Effect.zipRight(
-          call({ operation: "writeBlock", key, index }),
-          Effect.suspend(() => {
-            if (state !== "open") return fail("writeBlock", `the upload is already ${state}`, "Conflict")
-            if (!Number.isSafeInteger(index) || index < 0) return fail("writeBlock", `invalid block index ${index}`)
-            if (bytes.length > blockSize) return fail("writeBlock", `block ${index} exceeds ${blockSize} bytes`)
-            blocks.set(index, bytes.slice())
-            return Effect.void
-          })
-        ),
-      complete: (blockCount) =>
-        Effect.zipRight(
-          call({ operation: "complete", key, index: blockCount }),
-          Effect.suspend(() => {
-            if (state === "completed") return Effect.void
-            if (state === "aborted") return fail("complete", "the upload was aborted", "Conflict")
-            const ordered: Array<Uint8Array> = []
-            for (let index = 0; index < blockCount; index++) {
-              const block = blocks.get(index)
-              if (block === undefined) return fail("complete", `block ${index} of ${blockCount} was never written`)
-              if (index < blockCount - 1 && block.length !== blockSize) {
-                return fail("complete", `block ${index} is ${block.length} bytes, not ${blockSize}`)
-              }
-              ordered.push(block)
-            }
-            if ([...blocks.keys()].some((index) => index >= blockCount)) {
-              return fail("complete", `blocks beyond ${blockCount} were written`)
-            }
-            stored.set(key, concat(ordered))
-            state = "completed"
+          call({ operation: "complete", key, index: blocks.length }),
+          Effect.sync(() => {
+            stored.set(key, Sink.concatParts(blocks, size))
             pending.delete(token)
-            return Effect.void
           })
         ),
       abort: Effect.zipRight(
         call({ operation: "abort", key }),
-        Effect.sync(() => {
-          if (state !== "open") return
-          state = "aborted"
-          blocks.clear()
-          pending.delete(token)
-        })
+        Effect.sync(() => void pending.delete(token))
       )
     }
   }
 
-  const driver: SinkDriverShape = {
+  const driver = Sink.make({
+    spanPrefix: "MemorySink",
     label: "Memory",
     uri: (key) => (key === undefined ? "memory:" : `memory:${key}`),
     capabilities: { markers: options.markers ?? true, blockSize, concurrency: options.concurrency ?? 4 },
+    usageError: Sink.usageErrors("memory", (problem) => ({ ...problem, message: `${problem.key}: ${problem.message}` })),
     check: call({ operation: "check" }),
+    probe: false,
     put: (key, bytes) =>
-      call({ operation: "put", key }).pipe(
-        Effect.zipRight(checkKey("put", key)),
-        Effect.zipRight(Effect.sync(() => void stored.set(key, bytes.slice())))
-      ),
-    begin: (key) =>
-      call({ operation: "begin", key }).pipe(
-        Effect.zipRight(checkKey("begin", key)),
-        Effect.map(() => begin(key))
-      ),
+      call({ operation: "put", key }).pipe(Effect.zipRight(Effect.sync(() => void stored.set(key, bytes.slice())))),
+    begin: (key) => Effect.map(call({ operation: "begin", key }), () => begin(key)),
     list: call({ operation: "list" }).pipe(
       Effect.map((): ReadonlyArray<StoredObject> =>
         [...stored].map(([key, bytes]) => ({ key, size: bytes.length })).sort((a, b) => (a.key < b.key ? -1 : 1))
@@ -264,7 +204,7 @@ export const memorySink = (options: MemorySinkOptions = {}): MemorySink => {
           ? Stream.fail(sinkError("read", key, "NotFound", `no object ${key}`))
           : Stream.make(bytes)
       })
-  }
+  })
   const layer = Layer.succeed(SinkDriver, driver)
   return {
     plugin: defineSink({

@@ -194,6 +194,40 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
     )
   )
 
+  test(
+    "complete again, and abort after complete, keep the object",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("settled")
+        const blocks = blocksOf(15, sink.capabilities.blockSize, 3)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        yield* writeAll(handle, blocks, inOrder(3), 1)
+        yield* handle.complete(3)
+        yield* handle.complete(3)
+        yield* handle.abort
+        yield* expectStored(key, concatBytes(blocks))
+      })
+    )
+  )
+
+  test(
+    "complete with a block never written fails, and the abort that follows leaves nothing behind",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        const key = keyFor("gap")
+        const keysBefore = yield* listKeys
+        const blocks = blocksOf(16, sink.capabilities.blockSize, 3)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        yield* writeAll(handle, blocks, [0, 2], 1)
+        const completed = yield* Effect.either(handle.complete(3))
+        expect(Either.isLeft(completed) && completed.left._tag, "complete(3) with block 1 missing").toBe("SinkError")
+        yield* handle.abort
+        expect(yield* readBack(key)).toBeUndefined()
+        expect(yield* listKeys).toEqual(keysBefore)
+      })
+    )
+  )
+
   // The runtime aborts from the finalizer of the scope the writes ran in; the test does the same by hand
   // once the writing fiber is interrupted (blocks may still be in flight in the sink at that moment).
   test(

@@ -234,6 +234,7 @@ describe("public API types", () => {
 describe("public API values", () => {
   it("rivet/plugin exports the contract and nothing of the runtime", () => {
     expect(Object.keys(pluginEntry).sort()).toEqual([
+      "ByteSize",
       "ConfigError",
       "FormatDriver",
       "FormatError",
@@ -242,6 +243,7 @@ describe("public API values", () => {
       "PLUGIN_API_VERSION",
       "PluginError",
       "SchemaDriftError",
+      "Sink",
       "SinkDriver",
       "SinkError",
       "SourceDriver",

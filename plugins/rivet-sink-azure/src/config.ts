@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { ByteSize } from "rivet"
+import { ByteSize, Sink } from "rivet/plugin"
 import { accountNameFromUrl, accountNameProblem, accountUrlProblem, cleartextProblem } from "./account-url.js"
 
 const MiB = 1024 ** 2
@@ -9,13 +9,8 @@ export const MIN_BLOCK_SIZE = 1 * MiB
 /** Azure's largest block (Put Block, service version 2019-12-12 and later). */
 export const MAX_BLOCK_SIZE = 4000 * MiB
 export const DEFAULT_BLOCK_SIZE = 8 * MiB
-export const DEFAULT_UPLOAD_CONCURRENCY = 4
 
-/** The blob `rivet doctor` writes (and deletes) under the prefix. */
-export const DOCTOR_PROBE_NAME = ".rivet_doctor_probe"
-
-// Descriptions sit on the encoded-side schema: JSON Schema generation reads that side.
-const text = (description: string) => Schema.String.annotations({ description })
+const text = Sink.describedString
 
 const containerProblem = (name: string): string | undefined => {
   if (name === "$root" || name === "$web") return undefined
@@ -24,9 +19,6 @@ const containerProblem = (name: string): string | undefined => {
     ? undefined
     : `container '${name}' is not a valid container name: use 3 to 63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit`
 }
-
-/** `exports/daily` → `exports/daily/`; empty stays empty. */
-export const normalizePrefix = (prefix: string): string => (prefix === "" || prefix.endsWith("/") ? prefix : `${prefix}/`)
 
 const prefixProblem = (prefix: string): string | undefined => {
   if (prefix.startsWith("/")) return `prefix '${prefix}' must not start with '/': blob names are relative to the container, e.g. exports/daily/`
@@ -40,16 +32,13 @@ const prefixProblem = (prefix: string): string | undefined => {
 }
 
 const envVarName = (key: string, description: string, example: string) =>
-  text(description).pipe(
-    Schema.filter((name) => {
-      if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return true
-      // Never echo the value: a user who misread the key may have pasted the secret itself.
-      if (/[=;+/?&]/.test(name) || name.length >= 40) {
-        return `${key} looks like a secret itself; it must be the NAME of an environment variable holding it (e.g. ${example}). Never put credentials in the config, and rotate that secret if it was committed`
-      }
-      return `${key} must be the name of an environment variable (letters, digits and _), e.g. ${example}`
-    })
-  )
+  Sink.envVarNameField({
+    key,
+    description,
+    example,
+    looksLikeSecret: (name) => !Sink.isEnvVarName(name) && (/[=;+/?&]/.test(name) || name.length >= 40),
+    secret: { what: "a secret", holding: "it", noun: "secret" }
+  })
 
 const fields = {
   container: Schema.propertySignature(
@@ -59,15 +48,9 @@ const fields = {
   ).annotations({
     missingMessage: () => "container is required: the name of an existing blob container, e.g. exports"
   }),
-  prefix: Schema.optionalWith(
-    Schema.transform(
-      text(
-        "Folder-like blob name prefix, e.g. exports/daily/. A missing trailing / is added; a leading /, '.' or '..' segments are rejected."
-      ).pipe(Schema.filter((prefix) => prefixProblem(prefix) ?? true)),
-      Schema.String,
-      { strict: true, decode: normalizePrefix, encode: (prefix) => prefix }
-    ),
-    { exact: true }
+  prefix: Sink.prefixField(
+    "Folder-like blob name prefix, e.g. exports/daily/. A missing trailing / is added; a leading /, '.' or '..' segments are rejected.",
+    prefixProblem
   ),
   account_url: Schema.optionalWith(
     text(
@@ -122,14 +105,7 @@ const fields = {
     ),
     { exact: true, default: () => DEFAULT_BLOCK_SIZE }
   ).annotations({ description: "Size of the staged blocks of large blobs, 1MiB to 4000MiB, e.g. 16MiB. Default 8MiB." }),
-  upload_concurrency: Schema.optionalWith(
-    Schema.Number.annotations({ description: "Blocks of one blob staged at once, 1 to 64. Default 4." }).pipe(
-      Schema.filter((n) =>
-        Number.isInteger(n) && n >= 1 && n <= 64 ? true : `upload_concurrency must be a whole number from 1 to 64, got ${n}`
-      )
-    ),
-    { exact: true, default: () => DEFAULT_UPLOAD_CONCURRENCY }
-  )
+  upload_concurrency: Sink.uploadConcurrencyField("Blocks of one blob staged at once, 1 to 64. Default 4.")
 }
 
 type Fields = Schema.Struct.Type<typeof fields>

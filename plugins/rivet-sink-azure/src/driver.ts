@@ -1,30 +1,27 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { SinkError, type PluginContext, type SinkDriverShape, type StoredObject } from "rivet"
+import { Sink, type PluginContext, type SinkError, type SinkDriverShape, type SinkOperation, type StoredObject } from "rivet/plugin"
 import { makeService } from "./auth.js"
-import { DOCTOR_PROBE_NAME, type AzureConfig } from "./config.js"
+import type { AzureConfig } from "./config.js"
 import { bindContainer, type AzureContainer } from "./container.js"
-import { invalidKeyReason } from "./keys.js"
-import { beginUpload, putBlob } from "./upload.js"
+import { azureKeyProblem } from "./keys.js"
+import { beginUpload, MAX_BLOCKS, putBlob } from "./upload.js"
 
-const PROBE_BODY = new TextEncoder().encode("ok")
+/** The Blob service request behind each operation, for messages. */
+const AZURE_OPERATION: Readonly<Record<SinkOperation, string>> & Readonly<Record<string, string | undefined>> = {
+  check: "PutBlob",
+  put: "PutBlob",
+  begin: "PutBlock",
+  writeBlock: "PutBlock",
+  complete: "PutBlockList",
+  abort: "PutBlock",
+  list: "ListBlobs",
+  read: "GetBlob",
+  sweep: "ListBlobs"
+}
 
-/**
- * Write permission on an existing container, with the one permission exports need: the probe blob is written
- * (a missing container fails with ContainerNotFound) and then deleted, best effort, since delete is not a
- * permission Rivet requires.
- */
-const checkContainer = (azure: AzureContainer) =>
-  Effect.gen(function* () {
-    const probe = `${azure.prefix}${DOCTOR_PROBE_NAME}`
-    yield* putBlob(azure, probe, PROBE_BODY, "text/plain")
-    yield* azure
-      .call("DeleteBlob", probe, (abortSignal) => azure.client.deleteBlob(probe, { abortSignal }))
-      .pipe(Effect.ignore)
-  }).pipe(Effect.withSpan("AzureSink.check"))
-
-/** Every committed blob under the prefix (all pages), names relative to it; the doctor probe is left out. */
+/** Every committed blob under the prefix (all pages), names relative to it. */
 const listBlobs = (azure: AzureContainer) =>
   azure
     .call("ListBlobs", undefined, async (abortSignal) => {
@@ -35,14 +32,11 @@ const listBlobs = (azure: AzureContainer) =>
       for await (const page of pages) {
         for (const item of page.segment.blobItems) {
           if (!item.name.startsWith(azure.prefix)) continue
-          const key = item.name.slice(azure.prefix.length)
-          if (key === DOCTOR_PROBE_NAME) continue
-          objects.push({ key, size: item.properties.contentLength ?? 0 })
+          objects.push({ key: item.name.slice(azure.prefix.length), size: item.properties.contentLength ?? 0 })
         }
       }
       return objects
     })
-    .pipe(Effect.withSpan("AzureSink.list"))
 
 /** Get Blob streamed: the response body is released when the stream ends, fails or is interrupted. */
 const readBlob = (azure: AzureContainer, blob: string) =>
@@ -59,7 +53,7 @@ const readBlob = (azure: AzureContainer, blob: string) =>
       if (body === undefined) return Stream.empty
       return Stream.fromAsyncIterable(body as AsyncIterable<Uint8Array>, (cause) => azure.toError("GetBlob", blob, cause))
     })
-  ).pipe(Stream.withSpan("AzureSink.read"))
+  )
 
 /**
  * The Azure driver: a service client for the configured auth source, bound to one container and prefix, exposing
@@ -73,37 +67,30 @@ export const makeAzureDriver = (
     const service = yield* makeService(config, context.env)
     const azure = bindContainer(service, config)
     const fullName = (key: string) => `${azure.prefix}${key}`
-    const checkKey = (operation: string, key: string) => {
-      const reason = invalidKeyReason(key, azure.prefix)
-      return reason === undefined
-        ? Effect.void
-        : Effect.fail(
-            new SinkError({
-              plugin: "azure",
-              operation,
-              key: fullName(key),
-              reason: "Unknown",
-              retryable: false,
-              message: `Azure ${operation} ${azure.uri(fullName(key))}: invalid key ${JSON.stringify(key)}: ${reason}`
-            })
-          )
-    }
 
-    const driver: SinkDriverShape = {
+    return Sink.make({
+      spanPrefix: "AzureSink",
       label: `Azure(${config.container})`,
       uri: (key) => azure.uri(fullName(key ?? "")),
       capabilities: { markers: true, blockSize: config.block_size, concurrency: config.upload_concurrency },
-      check: checkContainer(azure),
-      put: Effect.fn("AzureSink.put")(function* (key: string, bytes: Uint8Array, contentType: string) {
-        yield* checkKey("PutBlob", key)
-        yield* putBlob(azure, fullName(key), bytes, contentType)
+      usageError: Sink.usageErrors("azure", (problem) => {
+        const request = AZURE_OPERATION[problem.operation] ?? problem.operation
+        const blob = fullName(problem.key)
+        return { operation: request, key: blob, message: `Azure ${request} ${azure.uri(blob)}: ${problem.message}` }
       }),
-      begin: (key, contentType) =>
-        Effect.zipRight(checkKey("PutBlock", key), beginUpload(azure, fullName(key), contentType)).pipe(
-          Effect.withSpan("AzureSink.begin")
-        ),
+      keyProblem: (key) => azureKeyProblem(key, azure.prefix),
+      uploads: {
+        maxParts: { count: MAX_BLOCKS, hint: "Raise block_size: a blob holds at most block_size × 50,000 bytes." }
+      },
+      // A missing container fails the probe's Put Blob with ContainerNotFound; delete is not a permission Rivet
+      // requires, so the framework removes the probe on a best-effort basis.
+      probe: {
+        remove: (key) =>
+          azure.call("DeleteBlob", fullName(key), (abortSignal) => azure.client.deleteBlob(fullName(key), { abortSignal }))
+      },
+      put: (key, bytes, contentType) => Effect.asVoid(putBlob(azure, fullName(key), bytes, contentType)),
+      begin: (key, contentType) => Effect.sync(() => beginUpload(azure, fullName(key), contentType)),
       list: listBlobs(azure),
-      read: (key) => Stream.unwrap(Effect.as(checkKey("GetBlob", key), readBlob(azure, fullName(key))))
-    }
-    return driver
+      read: (key) => readBlob(azure, fullName(key))
+    })
   })

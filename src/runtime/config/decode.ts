@@ -7,6 +7,7 @@ import type { FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
 import { advisoryNotices } from "./advisory.js"
 import { decodeBlock, didYouMean, joinPath, knownKeys, unknownKeyError } from "./issues.js"
 import {
+  configure,
   DEFAULT_BATCH_SIZE,
   DEFAULT_FORMAT,
   ExportCore,
@@ -141,7 +142,7 @@ const decodeExport = (
     }
     const decoded = problems.decode(ExportCore, core, path)
     const formatConfig = format ? problems.decode(format.config, formatBlock, path) : undefined
-    const destination = yield* decodePluginBlock(
+    const destinationBlock = yield* decodePluginBlock(
       raw["destination"],
       `${path}.destination`,
       "destination",
@@ -149,6 +150,7 @@ const decodeExport = (
       input.plugins.known.sinks,
       problems
     )
+    const destination = destinationBlock && configure(destinationBlock.plugin, destinationBlock.config)
     // Recorded even when the rest of the export has problems: a collision with another export sharing the
     // destination is reported in the same pass as those.
     const name = decoded?.name ?? (isExportName(raw["name"]) ? raw["name"] : undefined)
@@ -222,7 +224,7 @@ const decodeExport = (
       columnTypes,
       metaColumns,
       notices: advisoryNotices(decoded, path),
-      format: { plugin: format, config: formatConfig },
+      format: configure(format, formatConfig),
       destination
     } satisfies ExportConfig
   })
@@ -254,14 +256,17 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
     if (exportsList.length === 0) {
       problems.add(new ConfigError({ path: "exports", message: "at least one export must be defined", hint: undefined }))
     }
-    const source = sourceMissing ? undefined : yield* decodePluginBlock(
-      input.value["source"],
-      "source",
-      "source",
-      input.plugins.source,
-      input.plugins.known.sources,
-      problems
-    )
+    const sourceBlock = sourceMissing
+      ? undefined
+      : yield* decodePluginBlock(
+          input.value["source"],
+          "source",
+          "source",
+          input.plugins.source,
+          input.plugins.known.sources,
+          problems
+        )
+    const source = sourceBlock && configure(sourceBlock.plugin, sourceBlock.config)
     const exports: Array<ExportConfig> = []
     const placed: Array<PlacedExport> = []
     const seen = new Map<string, number>()

@@ -1,17 +1,32 @@
 import * as Schema from "effect/Schema"
 import type { LogicalType } from "../batch.js"
-import type { BatchTransform, FormatPlugin, SinkPlugin, SourcePlugin } from "../plugin.js"
+import type { BatchTransform, FormatPlugin, PluginContext, SinkPlugin, SourcePlugin } from "../plugin.js"
 import { DurationMs } from "../duration.js"
 import type { MetaColumnKind } from "../meta-columns.js"
 import { ByteSize } from "../size.js"
 import { ADVISORY_FIELDS, type ConfigNotice } from "./advisory.js"
 import { MetaColumnsConfig } from "./meta-columns.js"
 
-/** A plugin value with its decoded config block. */
-export interface Configured<P> {
+/**
+ * A plugin value bound to the config block its own schema decoded. `make` builds the plugin's layer from that
+ * block: the block's type is matched to the plugin's once, in {@link configure}, and hidden after.
+ */
+export interface Configured<P extends { readonly make: (config: never, context: PluginContext) => unknown }> {
   readonly plugin: P
+  /** The decoded block, for reading (e.g. where a destination writes); `make` is how it reaches the plugin. */
   readonly config: unknown
+  readonly make: (context: PluginContext) => ReturnType<P["make"]>
 }
+
+/** Binds a plugin to a config block of its own config type. */
+export const configure = <C, L, P extends { readonly make: (config: C, context: PluginContext) => L }>(
+  plugin: P & { readonly make: (config: C, context: PluginContext) => L },
+  config: C
+): { readonly plugin: P; readonly config: C; readonly make: (context: PluginContext) => L } => ({
+  plugin,
+  config,
+  make: (context) => plugin.make(config, context)
+})
 
 /** A fully decoded config: every plugin chosen and every block decoded by its plugin's schema. */
 export interface RivetConfig {

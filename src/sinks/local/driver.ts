@@ -1,5 +1,5 @@
 import type { Dirent } from "node:fs"
-import { open, readdir, stat, unlink, writeFile } from "node:fs/promises"
+import { open, readdir, stat, unlink } from "node:fs/promises"
 import { basename, join, resolve } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -8,10 +8,10 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { SinkError } from "../../runtime/errors.js"
 import { SinkDriver } from "../../runtime/plugin.js"
-import type { PluginContext, SinkDriverShape, StoredObject, UploadHandle } from "../../runtime/plugin.js"
+import type { PluginContext, SinkDriverShape, StoredObject } from "../../runtime/plugin.js"
+import * as Sink from "../../runtime/sink/index.js"
 import type { LocalConfig } from "./config.js"
-import { fsError, protocolError } from "./errors.js"
-import { invalidKeyReason } from "../../runtime/keys.js"
+import { fsError } from "./errors.js"
 import { ensureDirectory, isAbandonedTempFile, openTempFile } from "./temp-file.js"
 import type { TempFile } from "./temp-file.js"
 
@@ -23,62 +23,11 @@ import type { TempFile } from "./temp-file.js"
 export const LOCAL_BLOCK_SIZE = 1024 * 1024
 export const LOCAL_CONCURRENCY = 2
 
-/** The file `check` writes and deletes to prove write access (same name as rivet-rs). */
-export const PROBE_FILE = ".rivet_doctor_probe"
-
 const READ_CHUNK = 256 * 1024
 
 /** The destination directory: the configured path, relative to the config file's directory. */
 export const resolveRoot = (config: LocalConfig, context: PluginContext): string =>
   resolve(context.configDir, config.path)
-
-/** What is wrong with the blocks written so far for `complete(blockCount)`, if anything. */
-const blockLayoutProblem = (
-  sizes: ReadonlyMap<number, number>,
-  blockCount: number,
-  blockSize: number
-): string | undefined => {
-  if (!Number.isSafeInteger(blockCount) || blockCount < 0) return `invalid block count ${blockCount}`
-  for (const index of sizes.keys()) {
-    if (index >= blockCount) return `block ${index} was written but the object has ${blockCount} blocks`
-  }
-  for (let index = 0; index < blockCount; index++) {
-    const size = sizes.get(index)
-    if (size === undefined) return `block ${index} of ${blockCount} was never written`
-    if (index < blockCount - 1 && size !== blockSize) {
-      return `block ${index} is ${size} bytes; every block but the last must be ${blockSize} bytes`
-    }
-  }
-  return undefined
-}
-
-const makeUploadHandle = (temp: TempFile, key: string, blockSize: number): UploadHandle => {
-  const sizes = new Map<number, number>()
-  return {
-    writeBlock: Effect.fn("LocalSink.writeBlock")(function* (index: number, bytes: Uint8Array) {
-      if (!Number.isSafeInteger(index) || index < 0) {
-        return yield* protocolError("writeBlock", `invalid block index ${index} for ${key}`, key, "Unknown")
-      }
-      if (bytes.length > blockSize) {
-        const message = `block ${index} of ${key} is ${bytes.length} bytes, more than the block size ${blockSize}`
-        return yield* protocolError("writeBlock", message, key, "Unknown")
-      }
-      yield* temp.writeAt(index * blockSize, bytes, "writeBlock")
-      sizes.set(index, bytes.length)
-    }),
-    complete: Effect.fn("LocalSink.complete")(function* (blockCount: number) {
-      if (!temp.settled()) {
-        const problem = blockLayoutProblem(sizes, blockCount, blockSize)
-        if (problem !== undefined) {
-          return yield* protocolError("complete", `cannot complete ${key}: ${problem}`, key, "Unknown")
-        }
-      }
-      const size = blockCount === 0 ? 0 : (blockCount - 1) * blockSize + (sizes.get(blockCount - 1) ?? 0)
-      yield* temp.commit(size, "complete")
-    }),
-    abort: temp.discard.pipe(Effect.withSpan("LocalSink.abort"))
-  }
-}
 
 const ignoreMissing = <A>(onMissing: A) => (cause: unknown): Promise<A> =>
   typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
@@ -101,17 +50,11 @@ export const makeLocalDriver = (
       Effect.forEach([...open_], (temp) => Effect.ignore(temp.discard), { discard: true })
     )
 
-    const targetOf = (operation: string, key: string): Effect.Effect<string, SinkError> => {
-      const problem = invalidKeyReason(key)
-      return problem === undefined
-        ? Effect.succeed(join(root, ...key.split("/")))
-        : Effect.fail(protocolError(operation, `invalid object key ${JSON.stringify(key)}: ${problem}`, key, "Unknown"))
-    }
+    const pathOf = (key: string) => join(root, ...key.split("/"))
 
     /** Opens a temp file that is discarded when the layer closes unless it was settled before. */
     const openTracked = (operation: string, key: string): Effect.Effect<TempFile, SinkError> =>
-      targetOf(operation, key).pipe(
-        Effect.flatMap((target) => openTempFile({ target, key, operation })),
+      openTempFile({ target: pathOf(key), key, operation }).pipe(
         Effect.map((temp): TempFile => {
           open_.add(temp)
           const untrack = Effect.sync(() => {
@@ -150,63 +93,60 @@ export const makeLocalDriver = (
         Effect.map((nested) => nested.flat())
       )
 
-    const driver: SinkDriverShape = {
+    const unlinkObject = (operation: "check" | "sweep", key: string, action: string) =>
+      Effect.tryPromise({
+        try: () => unlink(pathOf(key)).catch(ignoreMissing(undefined)),
+        catch: fsError({ operation, action, path: pathOf(key), key })
+      })
+
+    return Sink.make({
+      spanPrefix: "LocalSink",
       label: `Local(${config.path})`,
-      uri: (key) => (key === undefined ? `file://${root}` : `file://${join(root, ...key.split("/"))}`),
+      uri: (key) => (key === undefined ? `file://${root}` : `file://${pathOf(key)}`),
       capabilities: { markers: true, blockSize: LOCAL_BLOCK_SIZE, concurrency: LOCAL_CONCURRENCY },
+      usageError: Sink.usageErrors("local", (problem) => ({
+        ...problem,
+        message: `${problem.operation} ${problem.key}: ${problem.message}`
+      })),
+      check: ensureDirectory(root, "check"),
+      probe: { remove: (key) => unlinkObject("check", key, "delete the probe file") },
 
-      check: Effect.gen(function* () {
-        yield* ensureDirectory(root, "check")
-        const probe = join(root, PROBE_FILE)
-        yield* Effect.tryPromise({
-          try: () => writeFile(probe, "ok"),
-          catch: fsError({ operation: "check", action: "write a probe file", path: probe })
-        })
-        yield* Effect.tryPromise({
-          try: () => unlink(probe),
-          catch: fsError({ operation: "check", action: "delete the probe file", path: probe })
-        })
-      }).pipe(Effect.withSpan("LocalSink.check")),
-
-      put: Effect.fn("LocalSink.put")((key: string, bytes: Uint8Array, _contentType: string) =>
+      put: (key, bytes) =>
         Effect.acquireUseRelease(
           openTracked("put", key),
           (temp) => temp.writeAt(0, bytes, "put").pipe(Effect.zipRight(temp.commit(bytes.length, "put"))),
           // A no-op after commit; after a failure it removes the temp file.
           (temp) => Effect.ignore(temp.discard)
-        )
-      ),
+        ),
 
-      begin: Effect.fn("LocalSink.begin")((key: string, _contentType: string) =>
-        openTracked("begin", key).pipe(Effect.map((temp) => makeUploadHandle(temp, key, LOCAL_BLOCK_SIZE)))
-      ),
+      // Positional writes: a retried block lands where it did before, and blocks may come in any order.
+      begin: (key) =>
+        openTracked("begin", key).pipe(
+          Effect.map((temp) => ({
+            writePart: (index: number, bytes: Uint8Array) => temp.writeAt(index * LOCAL_BLOCK_SIZE, bytes, "writeBlock"),
+            complete: (_receipts: ReadonlyArray<void>, size: number) => temp.commit(size, "complete"),
+            abort: temp.discard
+          }))
+        ),
 
       sweep: listDirectory(root, "").pipe(
         Effect.map((objects) => objects.filter((object) => isAbandonedTempFile(basename(object.key)))),
         Effect.tap((abandoned) =>
-          Effect.forEach(
-            abandoned,
-            ({ key }) =>
-              Effect.tryPromise({
-                try: () => unlink(join(root, ...key.split("/"))).catch(ignoreMissing(undefined)),
-                catch: fsError({ operation: "sweep", action: "delete an abandoned temp file", path: join(root, key), key })
-              }),
-            { discard: true }
-          )
+          Effect.forEach(abandoned, ({ key }) => unlinkObject("sweep", key, "delete an abandoned temp file"), {
+            discard: true
+          })
         ),
-        Effect.map((abandoned) => abandoned.map(({ key }) => key)),
-        Effect.withSpan("LocalSink.sweep")
+        Effect.map((abandoned) => abandoned.map(({ key }) => key))
       ),
 
       list: listDirectory(root, "").pipe(
-        Effect.map((objects) => objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))),
-        Effect.withSpan("LocalSink.list")
+        Effect.map((objects) => objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)))
       ),
 
       read: (key) =>
         Stream.unwrapScoped(
           Effect.gen(function* () {
-            const path = yield* targetOf("read", key)
+            const path = pathOf(key)
             const handle = yield* Effect.acquireRelease(
               Effect.tryPromise({
                 try: () => open(path, "r"),
@@ -232,8 +172,7 @@ export const makeLocalDriver = (
             )
           })
         )
-    }
-    return driver
+    })
   })
 
 /** The `local` sink as a layer. */

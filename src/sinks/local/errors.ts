@@ -123,7 +123,8 @@ export const fsError =
       reason: mapped.reason,
       retryable: mapped.retryable,
       message: `cannot ${action}: ${mapped.message}`,
-      ...(mapped.hint === undefined ? {} : { hint: mapped.hint })
+      ...(mapped.hint === undefined ? {} : { hint: mapped.hint }),
+      cause
     })
   }
 

@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema"
 import { DurationMs } from "../../runtime/duration.js"
+import { describedString, envVarNameField, normalizePrefix, prefixField, uploadConcurrencyField } from "../../runtime/sink/config.js"
 import { ByteSize, formatBytes } from "../../runtime/size.js"
 import { placeholderProblem } from "../placeholders.js"
 import { checkEndpoint, endpointUrlProblem } from "./endpoint-guard.js"
@@ -13,20 +14,11 @@ export const MIN_PART_SIZE = 5 * MiB
 export const MAX_PART_SIZE = 5 * GiB
 /** `part_size` when not set. */
 export const DEFAULT_PART_SIZE = 8 * MiB
-/** `upload_concurrency` when not set. */
-export const DEFAULT_UPLOAD_CONCURRENCY = 4
 /** `request_timeout` when not set: long enough for a slow link, short enough that a dead one is noticed. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000
 const MAX_REQUEST_TIMEOUT_MS = 24 * 86_400_000
 
-/** The name of the object `rivet doctor` writes (and deletes) under the prefix. */
-export const DOCTOR_PROBE_NAME = ".rivet_doctor_probe"
-
-/**
- * Descriptions go on the innermost (encoded-side) schema of each field: effect's JSON Schema generator works on
- * the encoded side, where refinements and property-signature annotations are dropped.
- */
-const text = (description: string) => Schema.String.annotations({ description })
+const text = describedString
 
 const bucketProblem = (bucket: string): string | undefined => {
   if (bucket === "") return "bucket must not be empty: name an existing bucket, e.g. my-data-bucket"
@@ -62,24 +54,16 @@ const prefixProblem = (prefix: string): string | undefined => {
   return placeholderProblem("prefix", prefix)
 }
 
-/** `exports/daily` → `exports/daily/`; `/x/` → `x/`; empty stays empty. */
-export const normalizePrefix = (prefix: string): string => {
-  const trimmed = prefix.replace(/^\/+/, "")
-  return trimmed === "" || trimmed.endsWith("/") ? trimmed : `${trimmed}/`
-}
+export { normalizePrefix }
 
 const envVarName = (key: string, description: string) =>
-  text(description).pipe(
-    Schema.filter((name) => {
-      // The value is never echoed: a user who misread the key may have pasted the secret itself.
-      if (/^(AKIA|ASIA)[A-Z0-9]{12,}$/.test(name)) {
-        return `${key} looks like an access key itself; it must be the NAME of an environment variable holding the key (e.g. AWS_ACCESS_KEY_ID). Never put credentials in the config, and rotate that key if it was committed`
-      }
-      return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
-        ? true
-        : `${key} must be the name of an environment variable (letters, digits and _), e.g. AWS_ACCESS_KEY_ID`
-    })
-  )
+  envVarNameField({
+    key,
+    description,
+    example: "AWS_ACCESS_KEY_ID",
+    looksLikeSecret: (name) => /^(AKIA|ASIA)[A-Z0-9]{12,}$/.test(name),
+    secret: { what: "an access key", holding: "the key", noun: "key" }
+  })
 
 const nonEmpty = (key: string, description: string, example?: string) =>
   text(description).pipe(
@@ -118,17 +102,9 @@ const fields = {
   ).annotations({
     missingMessage: () => "bucket is required: the name of an existing S3 bucket, e.g. my-data-bucket"
   }),
-  prefix: Schema.optionalWith(
-    Schema.transform(
-      text(
-        "Key prefix (folder-like path) under which objects are written, e.g. exports/daily/. A missing trailing / is added, a leading / removed; '.', '..' and empty ('//') segments and placeholders such as {date} or {export} (not expanded) are rejected."
-      ).pipe(
-        Schema.filter((prefix) => prefixProblem(prefix) ?? true)
-      ),
-      Schema.String,
-      { strict: true, decode: normalizePrefix, encode: (prefix) => prefix }
-    ),
-    { exact: true }
+  prefix: prefixField(
+    "Key prefix (folder-like path) under which objects are written, e.g. exports/daily/. A missing trailing / is added, a leading / removed; '.', '..' and empty ('//') segments and placeholders such as {date} or {export} (not expanded) are rejected.",
+    prefixProblem
   ),
   region: Schema.propertySignature(
     nonEmpty(
@@ -191,16 +167,7 @@ const fields = {
     ),
     { exact: true, default: () => DEFAULT_PART_SIZE }
   ).annotations({ description: "Multipart part size, 5MiB to 5GiB, e.g. 16MiB. Default 8MiB." }),
-  upload_concurrency: Schema.optionalWith(
-    Schema.Number.annotations({ description: "Parts of one object uploaded at once, 1 to 64. Default 4." }).pipe(
-      Schema.filter((n) =>
-        Number.isInteger(n) && n >= 1 && n <= 64
-          ? true
-          : `upload_concurrency must be a whole number from 1 to 64, got ${n}`
-      )
-    ),
-    { exact: true, default: () => DEFAULT_UPLOAD_CONCURRENCY }
-  ),
+  upload_concurrency: uploadConcurrencyField("Parts of one object uploaded at once, 1 to 64. Default 4."),
   request_timeout: Schema.optionalWith(
     DurationMs.pipe(
       Schema.filter((ms) =>

@@ -10,11 +10,12 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { SinkError } from "../../runtime/errors.js"
 import type { PluginContext, SinkDriverShape, StoredObject } from "../../runtime/plugin.js"
+import * as Sink from "../../runtime/sink/index.js"
 import { bindBucket, makeS3Client, type S3Bucket, type S3Timeouts } from "./client.js"
-import { DOCTOR_PROBE_NAME, type S3Config } from "./config.js"
+import type { S3Config } from "./config.js"
 import { credentialSourceOf, describeCredentialSource, resolveCredentials } from "./credentials.js"
 import { s3Uri, toSinkError } from "./errors.js"
-import { validateKey } from "./keys.js"
+import { keyLengthProblem, MAX_PARTS, s3UsageError } from "./keys.js"
 import { pendingUploadsOf } from "./pending.js"
 import { beginUpload, putObject } from "./upload.js"
 
@@ -23,29 +24,19 @@ export interface S3DriverOptions {
   readonly timeouts?: S3Timeouts
 }
 
-const PROBE_BODY = new TextEncoder().encode("ok")
-
 /**
- * Reachability (GetBucketLocation — the permission the docs ask for — rather than HeadBucket, whose bodiless 403
- * cannot tell a bad signature from a missing permission), then write permission: the probe is written with the
- * same storage class, encryption and tags as real objects. Deleting it is best effort, since s3:DeleteObject is not
- * a permission Rivet requires.
+ * Reachability: GetBucketLocation — the permission the docs ask for — rather than HeadBucket, whose bodiless 403
+ * cannot tell a bad signature from a missing permission. The framework then writes its probe with the same
+ * storage class, encryption and tags as real objects.
  */
-const checkBucket = (s3: S3Bucket) =>
-  Effect.gen(function* () {
-    yield* s3.call("GetBucketLocation", undefined, (abortSignal) =>
+const bucketLocation = (s3: S3Bucket) =>
+  Effect.asVoid(
+    s3.call("GetBucketLocation", undefined, (abortSignal) =>
       s3.client.send(new GetBucketLocationCommand({ Bucket: s3.bucket }), { abortSignal })
     )
-    const probeKey = `${s3.prefix}${DOCTOR_PROBE_NAME}`
-    yield* putObject(s3, probeKey, PROBE_BODY, "text/plain")
-    yield* s3
-      .call("DeleteObject", probeKey, (abortSignal) =>
-        s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: probeKey }), { abortSignal })
-      )
-      .pipe(Effect.ignore)
-  }).pipe(Effect.withSpan("S3Sink.check"))
+  )
 
-/** Every object under the prefix (paginated), keys relative to it; the doctor probe is not an export's object. */
+/** Every object under the prefix (paginated), keys relative to it. */
 const listObjects = (s3: S3Bucket) =>
   Effect.gen(function* () {
     const objects: Array<StoredObject> = []
@@ -63,14 +54,12 @@ const listObjects = (s3: S3Bucket) =>
       )
       for (const item of page.Contents ?? []) {
         if (item.Key === undefined || !item.Key.startsWith(s3.prefix)) continue
-        const key = item.Key.slice(s3.prefix.length)
-        if (key === DOCTOR_PROBE_NAME) continue
-        objects.push({ key, size: item.Size ?? 0 })
+        objects.push({ key: item.Key.slice(s3.prefix.length), size: item.Size ?? 0 })
       }
       token = page.IsTruncated === true ? page.NextContinuationToken : undefined
     } while (token !== undefined)
     return objects
-  }).pipe(Effect.withSpan("S3Sink.list"))
+  })
 
 type Body = NonNullable<GetObjectCommandOutput["Body"]>
 
@@ -92,7 +81,7 @@ const readObject = (s3: S3Bucket, key: string, onError: (cause: unknown) => Sink
       if (!isNodeStream(body)) return yield* onError(new Error("the response body is not a Node.js stream"))
       return Stream.fromAsyncIterable(body, onError)
     })
-  ).pipe(Stream.withSpan("S3Sink.read"))
+  )
 
 /**
  * The S3 driver: an S3 client scoped to the layer, bound to one bucket and prefix, exposing the sink primitives.
@@ -109,10 +98,6 @@ export const makeS3Driver = (
     const client = yield* makeS3Client(config, credentials, options.timeouts)
     const s3 = bindBucket(client, config, describeCredentialSource(source))
     const fullKey = (key: string) => `${s3.prefix}${key}`
-    const checkKey = (operation: string, key: string) => {
-      const invalid = validateKey(operation, config.bucket, s3.prefix, key)
-      return invalid === undefined ? Effect.void : Effect.fail(invalid)
-    }
     const streamError = (key: string) => (cause: unknown) =>
       toSinkError(cause, {
         operation: "GetObject",
@@ -121,22 +106,31 @@ export const makeS3Driver = (
         endpoint: config.endpoint,
         credentials: describeCredentialSource(source)
       })
+    const usageError = s3UsageError(config.bucket)
 
-    const driver: SinkDriverShape = {
+    return Sink.make({
+      spanPrefix: "S3Sink",
       label: `S3(${config.bucket})`,
       uri: (key) => s3Uri(config.bucket, fullKey(key ?? "")),
       capabilities: { markers: true, blockSize: config.part_size, concurrency: config.upload_concurrency },
-      check: checkBucket(s3),
-      put: Effect.fn("S3Sink.put")(function* (key: string, bytes: Uint8Array, contentType: string) {
-        yield* checkKey("PutObject", key)
-        yield* putObject(s3, fullKey(key), bytes, contentType)
-      }),
-      begin: (key, contentType) =>
-        Effect.zipRight(checkKey("CreateMultipartUpload", key), beginUpload(s3, fullKey(key), contentType)),
+      usageError: (problem) => usageError({ ...problem, key: fullKey(problem.key) }),
+      keyProblem: (key) => keyLengthProblem(key, s3.prefix),
+      uploads: {
+        maxParts: { count: MAX_PARTS, hint: "Raise part_size: an object can hold at most part_size × 10,000 bytes." },
+        describePart: (index, count) => `block ${index} (part ${index + 1} of ${count})`
+      },
+      check: bucketLocation(s3),
+      // s3:DeleteObject is not a permission Rivet requires: the framework removes the probe on a best-effort basis.
+      probe: {
+        remove: (key) =>
+          s3.call("DeleteObject", fullKey(key), (abortSignal) =>
+            s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: fullKey(key) }), { abortSignal })
+          )
+      },
+      put: (key, bytes, contentType) => Effect.asVoid(putObject(s3, fullKey(key), bytes, contentType)),
+      begin: (key, contentType) => beginUpload(s3, fullKey(key), contentType),
       list: listObjects(s3),
       pendingUploads: pendingUploadsOf(s3),
-      read: (key) =>
-        Stream.unwrap(Effect.as(checkKey("GetObject", key), readObject(s3, fullKey(key), streamError(fullKey(key)))))
-    }
-    return driver
+      read: (key) => readObject(s3, fullKey(key), streamError(fullKey(key)))
+    })
   })

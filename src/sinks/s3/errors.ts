@@ -198,6 +198,7 @@ export const toSinkError = (cause: unknown, context: S3ErrorContext): SinkError 
     reason,
     retryable,
     message: `S3 ${context.operation} ${s3Uri(context.bucket, context.key)} failed: ${detail}${tags.length === 0 ? "" : ` (${tags.join(", ")})`}`,
-    ...(hint === undefined ? {} : { hint })
+    ...(hint === undefined ? {} : { hint }),
+    cause
   })
 }

@@ -3,7 +3,8 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { describeCause, SinkError } from "../../runtime/errors.js"
 import { SinkDriver } from "../../runtime/plugin.js"
-import type { SinkDriverShape, UploadHandle } from "../../runtime/plugin.js"
+import type { SinkDriverShape } from "../../runtime/plugin.js"
+import * as Sink from "../../runtime/sink/index.js"
 
 /** Blocks of 64 KiB: the size of a pipe buffer on Linux, so each block is about one write to the reader. */
 export const STDOUT_BLOCK_SIZE = 64 * 1024
@@ -37,12 +38,10 @@ const writeError = (operation: string, key: string | undefined, cause: unknown):
     ...(key === undefined ? {} : { key }),
     reason: "Unknown",
     retryable: false,
-    message: `cannot write to stdout: ${describeCause(cause)}`
+    message: `cannot write to stdout: ${describeCause(cause)}`,
+    cause
   })
 }
-
-const protocolError = (operation: string, key: string, message: string): SinkError =>
-  new SinkError({ plugin: PLUGIN, operation, key, reason: "Unknown", retryable: false, message })
 
 /**
  * The stdout sink: bytes go to `stream` in the order they are written, waiting for `'drain'` whenever the
@@ -128,39 +127,24 @@ export const makeStdoutDriver = (
         return Effect.sync(() => idleWaiters.delete(finish))
       }).pipe(Effect.withSpan("StdoutSink.flush", { attributes: { operation, key } }))
 
-    const begin = (key: string): UploadHandle => {
-      let next = 0
-      return {
-        writeBlock: Effect.fn("StdoutSink.writeBlock")(function* (index: number, bytes: Uint8Array) {
-          // A retry of a block that already went out: it cannot be taken back, and it is already there.
-          if (index < next) return
-          if (index > next) {
-            return yield* protocolError("writeBlock", key, `stdout takes blocks in order: expected block ${next}, got ${index}`)
-          }
-          yield* write(bytes, "writeBlock", key)
-          next = index + 1
-        }),
-        complete: Effect.fn("StdoutSink.complete")(function* (blockCount: number) {
-          if (blockCount !== next) {
-            return yield* protocolError("complete", key, `cannot complete after ${next} blocks: ${blockCount} were announced`)
-          }
-          yield* flushed("complete", key)
-        }),
-        abort: Effect.void
-      }
-    }
-
-    const driver: SinkDriverShape = {
+    return Sink.make({
+      spanPrefix: "StdoutSink",
       label: "Stdout",
       uri: () => "stdout:",
       capabilities: { markers: false, blockSize: STDOUT_BLOCK_SIZE, concurrency: 1 },
+      usageError: Sink.usageErrors(PLUGIN, (problem) => ({ ...problem, message: `stdout: ${problem.message}` })),
+      // A stream can never take bytes back: blocks go out in order, and abort has nothing to remove.
+      uploads: { inOrder: true },
       check: Effect.suspend(() => (failure === undefined ? Effect.void : Effect.fail(failure))),
-      put: Effect.fn("StdoutSink.put")((key: string, bytes: Uint8Array, _contentType: string) =>
-        write(bytes, "put", key).pipe(Effect.zipRight(flushed("put", key)))
-      ),
-      begin: Effect.fn("StdoutSink.begin")((key: string, _contentType: string) => Effect.sync(() => begin(key)))
-    }
-    return driver
+      probe: false,
+      put: (key, bytes) => write(bytes, "put", key).pipe(Effect.zipRight(flushed("put", key))),
+      begin: (key) =>
+        Effect.succeed({
+          writePart: (_index: number, bytes: Uint8Array) => write(bytes, "writeBlock", key),
+          complete: () => flushed("complete", key),
+          abort: Effect.void
+        })
+    })
   })
 
 /** The `stdout` sink as a layer over `process.stdout` (or another stream, in tests). */
