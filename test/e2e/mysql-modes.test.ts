@@ -6,7 +6,9 @@ import { partsText, removeTempDirs, runMysql, succeeded, tempDir } from "../sour
 
 // 1M rows from a cross join of digits (portable to MySQL 8, which has no seq_1_to_n tables).
 const SETUP = `
-DROP TABLE IF EXISTS mm_digits, mm_inc, mm_chunk, mm_keyset, mm_window;
+DROP TABLE IF EXISTS mm_digits, mm_inc, mm_chunk, mm_keyset, mm_window, mm_ubig;
+CREATE TABLE mm_ubig (id bigint unsigned PRIMARY KEY);
+INSERT INTO mm_ubig VALUES (18446744073709551615), (18446744073709551614), (18446744073709000000);
 CREATE TABLE mm_digits (d int PRIMARY KEY);
 INSERT INTO mm_digits VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9);
 CREATE TABLE mm_inc (id int PRIMARY KEY, updated_at timestamp(6) NOT NULL, note varchar(20));
@@ -36,7 +38,7 @@ describe.skipIf(noMysql())("mysql source: the modes beyond full", () => {
   }, 120_000)
   afterAll(async () => {
     const admin = await adminConnection()
-    await admin.query("DROP TABLE IF EXISTS mm_digits, mm_inc, mm_chunk, mm_keyset, mm_window").finally(() => admin.end())
+    await admin.query("DROP TABLE IF EXISTS mm_digits, mm_inc, mm_chunk, mm_keyset, mm_window, mm_ubig").finally(() => admin.end())
     removeTempDirs()
   })
 
@@ -78,6 +80,15 @@ describe.skipIf(noMysql())("mysql source: the modes beyond full", () => {
     expect(result.parts).toHaveLength(13)
     for (const part of result.parts) expect(part.path).toMatch(/^chunk_\d{8}_\d{6}_chunk\d+_[0-9a-f]{16}\.csv$/)
   }, 180_000)
+
+  it("chunked: splits a bigint unsigned key (decimal(20,0)) up to 2^64 - 1", async () => {
+    const dir = tempDir()
+    const result = succeeded((await runMysql(dir, [{ name: "ub", table: "mm_ubig", mode: "chunked", chunk_size: 100_000 }]))[0])
+    expect(result.rows).toBe(3)
+    expect(ndjsonRows(path.join(dir, "out/ub")).map((row) => row["id"]).sort()).toEqual([
+      "18446744073709000000", "18446744073709551614", "18446744073709551615"
+    ])
+  })
 
   it("keyset: pages a composite primary key, every row once and in key order", async () => {
     const dir = tempDir()

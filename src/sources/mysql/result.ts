@@ -7,7 +7,7 @@ import { SourceError } from "../../runtime/errors.js"
 import type { SourceQuery, SourceResult } from "../../runtime/plugin.js"
 import { describeFields, type TableInfo, tableInfo } from "./catalog.js"
 import { BadValue, type ColumnDecoder, columnDecoder, ZeroDate } from "./decode.js"
-import { type ErrorContext, fromMysql, sourceError } from "./errors.js"
+import { connectionClosed, type ErrorContext, fromMysql, sourceError } from "./errors.js"
 import type { Session } from "./session.js"
 import { describeStatement, quoteIdent, renderStatement, type Statement, stripTerminator } from "./statement.js"
 import { type ColumnPlan, type FieldInfo, planColumn, type Problem } from "./types.js"
@@ -115,6 +115,18 @@ class RowPump {
       values: [...statement.params],
       rowsAsArray: true,
       typeCast: (field) => field.buffer()
+    })
+    // A connection killed or dropped mid-result is reported on the connection, not on the query (mysql2 3.x).
+    const connection = this.session.connection
+    const lost = (error?: unknown) => {
+      if (!this.ended) this.fail(error === undefined ? connectionClosed(this.context, READING) : fromMysql(error, this.context, READING))
+    }
+    const onEnd = () => lost()
+    connection.on("error", lost)
+    connection.once("end", onEnd)
+    query.on("end", () => {
+      connection.off("error", lost)
+      connection.off("end", onEnd)
     })
     query.on("fields", (fields: ReadonlyArray<unknown>) => {
       if (fields.length !== this.plans.length) {
