@@ -128,7 +128,7 @@ export const openSession = (
   Effect.acquireRelease(
     Effect.tryPromise({
       try: () => connect(address),
-      catch: (cause) => fromMysql(cause, context, "connecting")
+      catch: (cause) => fromMysql(cause, context, `connecting to ${context.displayUrl}`)
     }).pipe(
       Effect.flatMap((connection) =>
         Effect.tryPromise({
