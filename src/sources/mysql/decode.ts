@@ -38,10 +38,10 @@ const digits = (bytes: Uint8Array, start: number, length: number): number => {
   return value
 }
 
-const text = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1")
+const text = (bytes: Buffer): string => bytes.toString("latin1")
 
 /** `YYYY-MM-DD` → days since 1970-01-01. */
-const parseDate = (bytes: Uint8Array): number => {
+const parseDate = (bytes: Buffer): number => {
   const year = digits(bytes, 0, 4)
   const month = digits(bytes, 5, 2)
   const day = digits(bytes, 8, 2)
@@ -53,7 +53,7 @@ const parseDate = (bytes: Uint8Array): number => {
 }
 
 /** Microseconds in `.ffffff` (1–6 digits) starting at the `.`, or 0 when absent. */
-const fractionMicros = (bytes: Uint8Array, dot: number): number => {
+const fractionMicros = (bytes: Buffer, dot: number): number => {
   if (dot >= bytes.byteLength) return 0
   const count = bytes.byteLength - dot - 1
   const value = bytes[dot] === 46 && count >= 1 && count <= 6 ? digits(bytes, dot + 1, count) : -1
@@ -62,7 +62,7 @@ const fractionMicros = (bytes: Uint8Array, dot: number): number => {
 }
 
 /** `YYYY-MM-DD HH:MM:SS[.ffffff]` → microseconds since 1970-01-01T00:00:00. */
-const parseDateTime = (bytes: Uint8Array): bigint => {
+const parseDateTime = (bytes: Buffer): bigint => {
   const days = parseDate(bytes)
   const hours = digits(bytes, 11, 2)
   const minutes = digits(bytes, 14, 2)
@@ -103,7 +103,7 @@ export interface ColumnDecoder {
   readonly byteLength: () => number
 }
 
-const integerText = (bytes: Uint8Array): number => {
+const integerText = (bytes: Buffer): number => {
   const negative = bytes[0] === 45
   const value = digits(bytes, negative ? 1 : 0, bytes.byteLength - (negative ? 1 : 0))
   if (value < 0 || bytes.byteLength === 0) throw new BadValue(`"${text(bytes)}" is not an integer`)
