@@ -115,7 +115,7 @@ describe.skipIf(noMysql())("mysql source: interruption and killed connections", 
     let watching = true
     const watcher = (async () => {
       while (watching && killed.length === 0) {
-        const reading = (await sessions()).find((session) => session.info?.includes("_rivet") === true && session.command === "Query")
+        const reading = (await sessions()).find((session) => session.info?.includes(") AS _rivet WHERE") === true && session.command === "Query")
         if (reading !== undefined) {
           await admin.query(`KILL ${reading.id}`)
           killed.push(reading.id)

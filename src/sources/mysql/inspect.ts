@@ -3,7 +3,7 @@ import type * as Scope from "effect/Scope"
 import type { SourceError } from "../../runtime/errors.js"
 import type { ColumnBounds, SourceDescription, SourceQuery } from "../../runtime/plugin.js"
 import type { ErrorContext } from "./errors.js"
-import { planStatement, schemaOf } from "./result.js"
+import { planQuery, schemaOf, statementFor } from "./result.js"
 import { runOn, type Session } from "./session.js"
 import { boundsStatement, quoteIdent, renderStatement } from "./statement.js"
 
@@ -18,7 +18,7 @@ export const describeQuery = (
   Effect.scoped(
     Effect.gen(function* () {
       const session = yield* openSession(false)
-      const { plans, table } = yield* planStatement(session, query, renderStatement(query), context)
+      const { plans, table } = yield* planQuery(session, query, context)
       return { schema: schemaOf(plans), primaryKey: table.primaryKey }
     })
   )
@@ -36,7 +36,9 @@ export const queryBounds = (
   Effect.scoped(
     Effect.gen(function* () {
       const session = yield* openSession(true)
-      const statement = boundsStatement(renderStatement(query), column)
+      const filtered = (query.where ?? []).length > 0
+      const inner = filtered ? statementFor(query, (yield* planQuery(session, query, context)).plans) : renderStatement(query)
+      const statement = boundsStatement(inner, column)
       const [row] = yield* runOn(session, context, `reading the bounds of ${quoteIdent(column)}`, statement.text, statement.params)
       return { min: row?.[0] ?? null, max: row?.[1] ?? null, hasNulls: row?.[2] === "1" }
     })
@@ -72,7 +74,7 @@ export const estimateQueryRows = (
         const value = row?.[0]
         return value === undefined || value === null ? undefined : Number(value)
       }
-      const statement = renderStatement(query)
+      const statement = (query.where ?? []).length > 0 ? statementFor(query, (yield* planQuery(session, query, context)).plans) : renderStatement(query)
       const rows = yield* runOn(session, context, "estimating the query's rows (EXPLAIN)", `EXPLAIN ${statement.text}`, statement.params)
       // EXPLAIN's columns: id, select_type, table, type, possible_keys, key, key_len, ref, rows, …
       const estimates = rows.map((row) => Number(row[8])).filter((rows) => Number.isFinite(rows))

@@ -9,7 +9,15 @@ import { describeFields, type TableInfo, tableInfo } from "./catalog.js"
 import { BadValue, type ColumnDecoder, columnDecoder, ZeroDate } from "./decode.js"
 import { connectionClosed, type ErrorContext, fromMysql, sourceError } from "./errors.js"
 import type { Session } from "./session.js"
-import { describeStatement, quoteIdent, renderStatement, type Statement, stripTerminator } from "./statement.js"
+import {
+  baseQueryOf,
+  describeStatement,
+  mysqlTimestampText,
+  quoteIdent,
+  renderStatement,
+  type Statement,
+  stripTerminator
+} from "./statement.js"
 import { type ColumnPlan, type FieldInfo, planColumn, type Problem } from "./types.js"
 
 /** A batch is cut at `batchSize` rows or at about this many bytes, whichever comes first. */
@@ -56,18 +64,26 @@ export const schemaOf = (plans: ReadonlyArray<ColumnPlan>): BatchSchema => ({
   columns: plans.map((plan) => ({ name: plan.name, type: plan.type, sourceType: plan.sourceType }))
 })
 
-/** The plans of a statement's columns on an open session (describe, then map through the catalog). */
-export const planStatement = (
+/**
+ * The plans of a query's columns on an open session: its base query (without filters, order and limit: the same
+ * columns) described, then mapped through the catalog.
+ */
+export const planQuery = (
   session: Session,
   query: SourceQuery,
-  statement: Statement,
   context: ErrorContext
 ): Effect.Effect<{ readonly plans: ReadonlyArray<ColumnPlan>; readonly table: TableInfo }, SourceError> =>
   Effect.gen(function* () {
-    const fields = yield* describeFields(session, describeStatement(statement), context)
+    const fields = yield* describeFields(session, describeStatement(renderStatement(baseQueryOf(query))), context)
     const table = yield* tableInfo(session, query, context)
     return { plans: yield* planColumns(context, query, fields, table), table }
   })
+
+/** The statement for a query, with filter values on timestamp columns in MySQL's literal form. */
+export const statementFor = (query: SourceQuery, plans: ReadonlyArray<ColumnPlan>): Statement => {
+  const temporal = new Set(plans.filter((plan) => plan.decode === "timestamp" || plan.decode === "timestamptz").map((plan) => plan.name))
+  return renderStatement(query, (value, column) => (temporal.has(column) ? mysqlTimestampText(value) : value))
+}
 
 /**
  * MariaDB prints FLOAT with 6 significant digits, which loses float32 values; `+ 0e0` widens them to DOUBLE in SQL,
@@ -233,9 +249,9 @@ export const openResult = (
   context: ErrorContext
 ): Effect.Effect<SourceResult, SourceError, Scope.Scope> =>
   Effect.gen(function* () {
-    const statement = renderStatement(query)
     const session = yield* openSessionFor(true)
-    const { plans, table } = yield* planStatement(session, query, statement, context)
+    const { plans, table } = yield* planQuery(session, query, context)
+    const statement = statementFor(query, plans)
     const schema = schemaOf(plans)
     const keyColumns = table.primaryKey.map((name) => plans.findIndex((plan) => plan.name === name)).filter((c) => c >= 0)
     const pump = new RowPump(session, plans, schema, Math.max(1, query.batchSize), keyColumns, zeroDatesAsNull, context)

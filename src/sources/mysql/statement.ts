@@ -58,25 +58,32 @@ export const stripTerminator = (sql: string): string => {
 const renderRef = (ref: ColumnRef): string =>
   typeof ref === "string" ? quoteIdent(ref) : `COALESCE(${ref.columns.map(quoteIdent).join(", ")})`
 
-const renderFilter = (filter: RowFilter, bind: (value: string) => string): string => {
+/** Binds a filter value compared with `column` (the first column of a coalesced one). */
+type Bind = (value: string, column: string) => string
+
+const firstColumn = (ref: ColumnRef): string => (typeof ref === "string" ? ref : ref.columns[0] ?? "")
+
+const renderFilter = (filter: RowFilter, bindTo: Bind): string => {
+  const bindFor = (ref: ColumnRef) => (value: string) => bindTo(value, firstColumn(ref))
   switch (filter._tag) {
     case "Between":
-      return `${quoteIdent(filter.column)} BETWEEN ${bind(filter.low)} AND ${bind(filter.high)}`
+      return `${quoteIdent(filter.column)} BETWEEN ${bindFor(filter.column)(filter.low)} AND ${bindFor(filter.column)(filter.high)}`
     case "IsNull":
       return `${quoteIdent(filter.column)} IS NULL`
     case "AtLeast":
-      return `${quoteIdent(filter.column)} >= ${bind(filter.value)}`
+      return `${quoteIdent(filter.column)} >= ${bindFor(filter.column)(filter.value)}`
     case "AtMost":
-      return `${renderRef(filter.column)} <= ${bind(filter.value)}`
+      return `${renderRef(filter.column)} <= ${bindFor(filter.column)(filter.value)}`
     case "After": {
-      if (filter.columns.length === 1) return `${renderRef(filter.columns[0]!)} > ${bind(filter.values[0]!)}`
+      const binds = filter.columns.map(bindFor)
+      if (filter.columns.length === 1) return `${renderRef(filter.columns[0]!)} > ${binds[0]!(filter.values[0]!)}`
       // Expanded rather than a row constructor: MySQL and MariaDB use an index for the OR form more reliably.
       // Each placeholder is bound where it appears: a value used twice is two parameters.
       const refs = filter.columns.map(renderRef)
       const terms = refs.map((_, n) =>
         [
-          ...refs.slice(0, n).map((ref, k) => `${ref} = ${bind(filter.values[k]!)}`),
-          `${refs[n]} > ${bind(filter.values[n]!)}`
+          ...refs.slice(0, n).map((ref, k) => `${ref} = ${binds[k]!(filter.values[k]!)}`),
+          `${refs[n]} > ${binds[n]!(filter.values[n]!)}`
         ].join(" AND ")
       )
       return `(${terms.map((term) => `(${term})`).join(" OR ")})`
@@ -87,7 +94,7 @@ const renderFilter = (filter: RowFilter, bind: (value: string) => string): strin
 const isPlain = (query: SourceQuery): boolean =>
   (query.where ?? []).length === 0 && (query.orderBy ?? []).length === 0 && query.limit === undefined
 
-const render = (query: SourceQuery, bind: (value: string) => string): string => {
+const render = (query: SourceQuery, bind: Bind): string => {
   const sql = baseSql(query)
   if (isPlain(query)) return sql
   const where = (query.where ?? []).map((filter) => renderFilter(filter, bind))
@@ -103,12 +110,15 @@ const render = (query: SourceQuery, bind: (value: string) => string): string => 
 /**
  * The statement the source runs: the base SQL unchanged without filters, order or limit; otherwise wrapped as
  * `SELECT * FROM (<sql>) AS _rivet WHERE … ORDER BY … LIMIT n`, values bound as string parameters (MySQL converts
- * them to the compared column's type).
+ * them to the compared column's type). `valueFor` may rewrite a value for its column (see `mysqlValueText`).
  */
-export const renderStatement = (query: SourceQuery): Statement => {
+export const renderStatement = (
+  query: SourceQuery,
+  valueFor: (value: string, column: string) => string = (value) => value
+): Statement => {
   const params: Array<string> = []
-  const text = render(query, (value) => {
-    params.push(value)
+  const text = render(query, (value, column) => {
+    params.push(valueFor(value, column))
     return "?"
   })
   return { text, params }
@@ -116,6 +126,21 @@ export const renderStatement = (query: SourceQuery): Statement => {
 
 /** The same statement with the values inlined as escaped literals — for plans and reports. */
 export const renderForDisplay = (query: SourceQuery): string => render(query, (value) => mysql.escape(value))
+
+/** The query without its filters, order and limit: the same output columns, for describing them. */
+export const baseQueryOf = (query: SourceQuery): SourceQuery => ({ ...query, where: undefined, orderBy: undefined, limit: undefined })
+
+const ISO_TIMESTAMP = /^(\d{4,}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)Z?$/
+
+/**
+ * A timestamp in the runtime's key text (`2026-01-01T10:00:00.000123Z`, as cursors and windows carry it) in
+ * MySQL's own literal form (`2026-01-01 10:00:00.000123`): MariaDB reads the `T…Z` form only with a "truncated
+ * incorrect datetime value" warning, MySQL 8 not at all. The session is UTC, so dropping the `Z` keeps the instant.
+ */
+export const mysqlTimestampText = (value: string): string => {
+  const match = ISO_TIMESTAMP.exec(value)
+  return match === null ? value : `${match[1]} ${match[2]}`
+}
 
 /** `SELECT * FROM (<statement>) AS _rivet_d LIMIT 0`: the output columns, without reading a row. */
 export const describeStatement = (inner: Statement): Statement => ({

@@ -3,7 +3,7 @@ import { decodeBlock } from "../../../src/runtime/config/issues.js"
 import { describe, expect, it } from "vitest"
 import { MysqlConfig } from "../../../src/sources/mysql/config.js"
 import { timeToInterval } from "../../../src/sources/mysql/decode.js"
-import { renderForDisplay, renderStatement, stripTerminator } from "../../../src/sources/mysql/statement.js"
+import { mysqlTimestampText, renderForDisplay, renderStatement, stripTerminator } from "../../../src/sources/mysql/statement.js"
 import { displayAddress, isUrlProblem, parseMysqlUrl, shortAddress } from "../../../src/sources/mysql/url.js"
 
 // What the config decoder reports for a source block: the messages and hints of its ConfigErrors.
@@ -66,6 +66,19 @@ describe("mysql statements", () => {
     expect(renderForDisplay({ ...base, where: [{ _tag: "Between", column: "id", low: "1", high: "9" }] })).toBe(
       "SELECT * FROM (SELECT * FROM `shop`.`or``ders`\n) AS _rivet WHERE `id` BETWEEN '1' AND '9'"
     )
+  })
+
+  it("binds cursor and window timestamps in MySQL's literal form, other values as they are", () => {
+    expect(mysqlTimestampText("2026-01-01T00:01:40.000123Z")).toBe("2026-01-01 00:01:40.000123")
+    expect(mysqlTimestampText("2026-01-01T00:01:40")).toBe("2026-01-01 00:01:40")
+    expect(mysqlTimestampText("2026-01-01")).toBe("2026-01-01")
+    expect(mysqlTimestampText("not T a timestampZ")).toBe("not T a timestampZ")
+    const statement = renderStatement(
+      { ...base, where: [{ _tag: "After", columns: [{ _tag: "Coalesce", columns: ["at", "b"] }], values: ["2026-01-01T00:00:00.5Z"] }] },
+      (value, column) => (column === "at" ? mysqlTimestampText(value) : value)
+    )
+    expect(statement.text).toMatch(/WHERE COALESCE\(`at`, `b`\) > \?$/)
+    expect(statement.params).toEqual(["2026-01-01 00:00:00.5"])
   })
 
   it("strips one trailing semicolon, not one inside a string or comment", () => {
