@@ -124,7 +124,7 @@ const defaultMapping = (field: FieldInfo, json: boolean): Mapping | Problem => {
     case T.GEOMETRY:
       return {
         reason: "geometry columns have no lossless logical type here",
-        fix: `select it as text or bytes in a query: ST_AsText(${quoteIdent(field.name)}) (WKT) or ST_AsBinary(${quoteIdent(field.name)}) (WKB)`
+        fix: `select it as text or bytes in a query: ST_AsText(${quoteIdent(field.name)}) (WKT) or ST_AsBinary(${quoteIdent(field.name)}) (WKB); or export MySQL's stored form (4-byte SRID + WKB) with columns: { ${field.name}: { type: bytes } }`
       }
     case T.ENUM:
     case T.SET:
@@ -187,6 +187,9 @@ export const planColumn = (
   override: LogicalType | undefined
 ): { readonly plan: ColumnPlan } | { readonly problem: Problem } => {
   const mapping = defaultMapping(field, json)
+  if (field.columnType === T.GEOMETRY && override?.kind === "bytes") {
+    return { plan: { name: field.name, type: override, sourceType: "geometry", decode: "text", dateLike: false } }
+  }
   if (isProblem(mapping)) return { problem: mapping }
   const planned = override === undefined ? mapping : overrideMapping(mapping, override, field.name)
   if (isProblem(planned)) return { problem: planned }
