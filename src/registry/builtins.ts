@@ -7,7 +7,8 @@ type Loader<P> = () => Promise<P>
  * The casts widen each plugin's own config type to the registry's uniform view.
  */
 export const builtinSources: Readonly<Record<string, Loader<SourcePlugin>>> = {
-  postgres: () => import("../sources/postgres/index.js").then((m) => m.default as unknown as SourcePlugin)
+  postgres: () => import("../sources/postgres/index.js").then((m) => m.default as unknown as SourcePlugin),
+  mysql: () => import("../sources/mysql/index.js").then((m) => m.default as unknown as SourcePlugin)
 }
 
 export const builtinFormats: Readonly<Record<string, Loader<FormatPlugin>>> = {

@@ -74,7 +74,7 @@ describe("the config JSON Schema", () => {
     ["wrong type", withExport({ batch_size: "many" }), "/exports/0/batch_size", "type"],
     ["out of range", withExport({ parallel: 100, mode: "chunked" }), "/exports/0/parallel", "maximum"],
     ["unknown destination type", withExport({ destination: { type: "lokal", path: "x" } }), "/exports/0/destination/type", "enum"],
-    ["unknown source type", { ...base(), source: { type: "mysql" } }, "/source/type", "enum"],
+    ["unknown source type", { ...base(), source: { type: "oracle" } }, "/source/type", "enum"],
     ["unknown format", withExport({ format: "parket" }), "/exports/0/format", "enum"],
     ["a key of the wrong format", withExport({ format: "csv", row_group_size: 1000 }), "/exports/0", "additionalProperties", "row_group_size"],
     ["csv with zstd", withExport({ format: "csv", compression: "zstd" }), "/exports/0/compression", "enum"],

@@ -8,6 +8,7 @@ import * as Scope from "effect/Scope"
 import postgres from "postgres"
 import type { TestProject } from "vitest/node"
 import { startEmbeddedServer } from "../../src/sources/postgres/embedded.js"
+import { DEFAULT_MYSQL_URL, mysqlAnswers } from "./mysql-probe.js"
 
 const DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/test"
 
@@ -72,6 +73,7 @@ const startEmbeddedForTests = async () => {
 export default async function setup(project: TestProject) {
   const found = await findPostgres()
   project.provide("pgUrl", found.url)
+  project.provide("mysqlUrl", await findMysql())
   if (process.env["RIVET_TEST_STATE"] !== "postgres") return found.teardown
   const dropState = await keepStateIn(found.url)
   return async () => {
@@ -119,8 +121,21 @@ const findPostgres = async (): Promise<{ url: string; teardown?: () => Promise<v
   return { url: embedded.url, teardown: embedded.teardown }
 }
 
+/** The MySQL/MariaDB of the MySQL source tests (RIVET_TEST_MYSQL_URL, else the default), or "": tests skipped. */
+const findMysql = async (): Promise<string> => {
+  const url = process.env["RIVET_TEST_MYSQL_URL"] ?? DEFAULT_MYSQL_URL
+  const where = url.replace(/^mysql:\/\/(?:[^@/]*@)?/, "")
+  if (await mysqlAnswers(url)) {
+    console.log(`Tests use MySQL at ${where}`)
+    return url
+  }
+  console.warn(`MySQL source tests SKIPPED: no MySQL server answered at ${where} (set RIVET_TEST_MYSQL_URL)`)
+  return ""
+}
+
 declare module "vitest" {
   export interface ProvidedContext {
     pgUrl: string
+    mysqlUrl: string
   }
 }

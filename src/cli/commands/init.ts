@@ -7,11 +7,12 @@ import * as path from "node:path"
 import { ConfigError, describeCause, type RivetError } from "../../runtime/errors.js"
 import { planInit } from "../../runtime/init/plan.js"
 import { renderInitYaml } from "../../runtime/init/render.js"
+import { discoverMysql } from "../../sources/mysql/discover.js"
 import { discoverPostgres } from "../../sources/postgres/discover.js"
 import { ExitCode, printErrors, worstExitCode } from "../exit.js"
 
 const sourceEnvOption = Options.text("source-env").pipe(
-  Options.withDescription("Environment variable holding the PostgreSQL URL; the config names it (url_env), never its value."),
+  Options.withDescription("Environment variable holding the PostgreSQL or MySQL URL; the config names it (url_env), never its value."),
   Options.withDefault("DATABASE_URL")
 )
 
@@ -22,8 +23,10 @@ const tableOption = Options.text("table").pipe(
 )
 
 const schemaOption = Options.text("schema").pipe(
-  Options.withDescription("Schema whose tables are listed (and where unqualified --table names are looked up)."),
-  Options.withDefault("public")
+  Options.withDescription(
+    "Schema whose tables are listed (and where unqualified --table names are looked up); default public (MySQL: the URL's database)."
+  ),
+  Options.optional
 )
 
 const outputOption = Options.file("output", { exists: "either" }).pipe(
@@ -93,7 +96,10 @@ export const initCommand = Command.make(
           })
         )
       }
-      const discovery = yield* discoverPostgres({ url, origin: `environment variable ${sourceEnv} (--source-env)`, schema, tables })
+      const origin = `environment variable ${sourceEnv} (--source-env)`
+      const discovery = /^(mysql|mariadb):\/\//i.test(url)
+        ? yield* discoverMysql({ url, origin, database: Option.getOrUndefined(schema), tables })
+        : yield* discoverPostgres({ url, origin, schema: Option.getOrElse(schema, () => "public"), tables })
       const plan = planInit(discovery, {
         urlEnv: sourceEnv,
         fileName: file === undefined ? "rivet.yaml" : path.basename(file),

@@ -65,8 +65,7 @@ const QUALITY: Readonly<Record<string, string>> = {
 /** `source.type` / `destination.type` values of the Rust rivet, for when no plugin of that type is loaded. */
 const SOURCE_TYPES: Readonly<Record<string, string>> = {
   mongo: "MongoDB is not a supported source",
-  mssql: "SQL Server is not a supported source",
-  mysql: "MySQL is not a supported source"
+  mssql: "SQL Server is not a supported source"
 }
 
 const DESTINATION_TYPES: Readonly<Record<string, string>> = {
@@ -116,7 +115,7 @@ export const rustValueHint = (path: string, value: unknown): string | undefined 
 
 /**
  * The hint for a plugin `type` no loaded plugin has, when it names a source or destination of the Rust rivet
- * (`type: mysql`, `type: gcs`), or undefined. `available` lists the types that are loaded.
+ * (`type: mongo`, `type: gcs`), or undefined. `available` lists the types that are loaded.
  */
 export const rustTypeHint = (what: string, type: string, available: ReadonlyArray<string>): string | undefined => {
   const table = what === "source" ? SOURCE_TYPES : what === "destination" ? DESTINATION_TYPES : {}

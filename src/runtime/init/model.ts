@@ -53,4 +53,8 @@ export interface Discovery {
   readonly displaySource: string
   readonly tables: ReadonlyArray<DiscoveredTable>
   readonly skipped: ReadonlyArray<SkippedTable>
+  /** The schema an unqualified `table:` resolves to (written without it); default `public`. */
+  readonly defaultSchema?: string | undefined
+  /** Quotes an identifier in the source's SQL, for the queries the config suggests; default `"name"`. */
+  readonly quoteIdentifier?: ((name: string) => string) | undefined
 }

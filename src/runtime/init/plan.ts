@@ -46,8 +46,11 @@ const literal = (text: string): string => text.replace(/\$/g, "$$$$")
 /** A value as it would appear in YAML (quoted when needed), for commented-out config lines. */
 const yamlScalar = (value: unknown): string => YAML.stringify(value, { lineWidth: 0, flowCollectionPadding: false }).trimEnd()
 
-const sqlIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`
-const qualified = (table: DiscoveredTable): string => `${sqlIdent(table.schema)}.${sqlIdent(table.name)}`
+type Quote = (name: string) => string
+
+/** PostgreSQL's identifier quoting: the default when the discovery names no dialect of its own. */
+const doubleQuoted: Quote = (name) => `"${name.replace(/"/g, '""')}"`
+const qualified = (table: DiscoveredTable, quote: Quote): string => `${quote(table.schema)}.${quote(table.name)}`
 
 const count = (value: number): string => Math.round(value).toLocaleString("en-US")
 
@@ -88,8 +91,12 @@ const exportNames = (tables: ReadonlyArray<DiscoveredTable>): Array<string> => {
   return names.map((name) => name!)
 }
 
+// decimal(p,0) too (MySQL's bigint unsigned): chunked mode splits it like any integer key.
 const isInteger = (column: DiscoveredColumn | undefined): boolean =>
-  column?.type?.kind === "int16" || column?.type?.kind === "int32" || column?.type?.kind === "int64"
+  column?.type?.kind === "int16" ||
+  column?.type?.kind === "int32" ||
+  column?.type?.kind === "int64" ||
+  (column?.type?.kind === "decimal" && column.type.scale === 0)
 
 /** The timestamp column that most looks like a last-modified time, if any. */
 export const updatedAtColumn = (table: DiscoveredTable): DiscoveredColumn | undefined => {
@@ -169,7 +176,7 @@ const incrementalHint = (column: DiscoveredColumn): Array<string> => [
   "  cursor_lag: 5m"
 ]
 
-const reviewLines = (table: DiscoveredTable, column: DiscoveredColumn): Array<string> => {
+const reviewLines = (table: DiscoveredTable, column: DiscoveredColumn, quote: Quote): Array<string> => {
   const problem = column.problem!
   if (problem.kind === "precision") {
     return [
@@ -185,18 +192,20 @@ const reviewLines = (table: DiscoveredTable, column: DiscoveredColumn): Array<st
   const kept = table.columns.filter((c) => c.problem?.kind !== "type")
   return [
     ...wrap(
-      `REVIEW: ${column.name} is ${column.sourceType}: ${problem.reason}. It is exported as the source's text form ` +
+      `REVIEW: ${column.name} is ${column.sourceType}: ${problem.reason}. It is exported as the source's ${problem.override === "bytes" ? "stored bytes" : "text form"} ` +
         `(${problem.override}).` +
         (kept.length > 0 ? " To convert it or leave it out, replace table: with a query, e.g.:" : "")
     ),
     ...(kept.length > 0
-      ? [`  query: ${yamlScalar(literal(`SELECT ${kept.map((c) => sqlIdent(c.name)).join(", ")} FROM ${qualified(table)}`))}`]
+      ? [`  query: ${yamlScalar(literal(`SELECT ${kept.map((c) => quote(c.name)).join(", ")} FROM ${qualified(table, quote)}`))}`]
       : [])
   ]
 }
 
 /** Builds the commented config for the discovered tables: one export per table, mode chosen by size and key. */
 export const planInit = (discovery: Discovery, options: InitOptions): InitDocument => {
+  const quote = discovery.quoteIdentifier ?? doubleQuoted
+  const defaultSchema = discovery.defaultSchema ?? "public"
   const comments: Array<PathComment> = []
   const flow: Array<ReadonlyArray<string | number>> = []
   const summary: Array<InitDocument["summary"][number]> = []
@@ -206,14 +215,14 @@ export const planInit = (discovery: Discovery, options: InitOptions): InitDocume
     const path = ["exports", index] as const
     const plain = PLAIN_IDENTIFIER.test(table.schema) && PLAIN_IDENTIFIER.test(table.name)
     const reference = plain
-      ? { table: literal(table.schema === "public" ? table.name : `${table.schema}.${table.name}`) }
-      : { query: literal(`SELECT * FROM ${qualified(table)}`) }
+      ? { table: literal(table.schema === defaultSchema ? table.name : `${table.schema}.${table.name}`) }
+      : { query: literal(`SELECT * FROM ${qualified(table, quote)}`) }
     const mode = chooseMode(table)
     const problems = table.columns.filter((column) => column.problem !== undefined)
     const updatedAt = updatedAtColumn(table)
     comments.push({ path, lines: [describeTable(table)] })
     comments.push({ path: [...path, "mode"], lines: [...wrap(mode.note), ...(updatedAt ? incrementalHint(updatedAt) : [])] })
-    for (const column of problems) comments.push({ path: [...path, "columns", column.name], lines: reviewLines(table, column) })
+    for (const column of problems) comments.push({ path: [...path, "columns", column.name], lines: reviewLines(table, column, quote) })
     flow.push([...path, "destination"])
     if (Array.isArray(mode.fields["key_columns"])) flow.push([...path, "key_columns"])
     summary.push({ name, mode: String(mode.fields["mode"]), reviews: problems.length })

@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import type { UnitRecord } from "../../state/store.js"
-import { formatLogicalType } from "../batch.js"
+import { formatLogicalType, type LogicalType } from "../batch.js"
 import { ConfigError, SourceError } from "../errors.js"
 import { type PartRecord, schemaEntries } from "../manifest.js"
 import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../lanes/work.js"
@@ -15,6 +15,10 @@ import { estimateOf, planHeader, statementOf } from "./planning.js"
 
 const INTEGER_KINDS = new Set(["int16", "int32", "int64"])
 
+/** Integer keys, including decimal(p,0) (MySQL's bigint unsigned): chunk bounds are split as bigints either way. */
+const isIntegerKey = (type: LogicalType): boolean =>
+  INTEGER_KINDS.has(type.kind) || (type.kind === "decimal" && type.scale === 0)
+
 /** Beyond this many chunks the plan itself becomes the problem (sparse keys): ask for a bigger chunk_size. */
 const MAX_CHUNKS = 1_000_000
 
@@ -27,7 +31,7 @@ const chunkColumnOf = (ctx: ExportContext, description: SourceDescription, confi
     if (configured !== undefined) return yield* requireColumn(ctx, description, configured, "chunk_column")
     const key = description.primaryKey
     const column = key.length === 1 ? description.schema.columns.find((c) => c.name === key[0]) : undefined
-    if (!column || !INTEGER_KINDS.has(column.type.kind)) {
+    if (!column || !isIntegerKey(column.type)) {
       return yield* new ConfigError({
         path: `export '${ctx.spec.name}'.chunk_column`,
         message: `is not set and the table has no single-column integer primary key to default to`,
@@ -84,7 +88,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
   const base = baseQuery(ctx.spec)
   const description = yield* describe(base)
   const column = yield* chunkColumnOf(ctx, description, mode.chunkColumn)
-  if (!INTEGER_KINDS.has(column.type.kind)) {
+  if (!isIntegerKey(column.type)) {
     return yield* new ConfigError({
       path: `export '${ctx.spec.name}'.chunk_column`,
       message: `column '${column.name}' is ${formatLogicalType(column.type)}; chunks split integer keys`,
