@@ -6,6 +6,7 @@ import type { ExportCore, TopLevel } from "./runtime/config/model.js"
 import type { LocalConfig } from "./sinks/local/config.js"
 import type { S3Config } from "./sinks/s3/config.js"
 import type { StdoutConfig } from "./sinks/stdout/config.js"
+import type { MysqlConfig } from "./sources/mysql/config.js"
 import type { PostgresConfig } from "./sources/postgres/config.js"
 
 /**
@@ -40,7 +41,9 @@ type Block<P extends AnyPluginValue, Key extends string> = P extends AnyPluginVa
 
 type Of<Kind, P extends AnyPluginValue> = Extract<P, { readonly kind: Kind }>
 
-type BuiltinSource = { readonly type: "postgres" } & typeof PostgresConfig.Encoded
+type BuiltinSource =
+  | ({ readonly type: "postgres" } & typeof PostgresConfig.Encoded)
+  | ({ readonly type: "mysql" } & typeof MysqlConfig.Encoded)
 type BuiltinSink =
   | ({ readonly type: "local" } & typeof LocalConfig.Encoded)
   | ({ readonly type: "s3" } & typeof S3Config.Encoded)

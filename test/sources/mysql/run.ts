@@ -5,6 +5,7 @@ import * as Effect from "effect/Effect"
 import { runExportsEffect } from "../../../src/api.js"
 import type { ExportRun } from "../../../src/runtime/run.js"
 import { testMysqlUrl } from "../../support/mysql.js"
+import { untyped } from "../../support/config.js"
 
 const tempDirs: Array<string> = []
 
@@ -27,14 +28,14 @@ export const runMysql = (
 ): Promise<ReadonlyArray<ExportRun>> =>
   Effect.runPromise(
     runExportsEffect(
-      {
+      untyped({
         source: { type: "mysql", url: testMysqlUrl(), ...options.source },
         exports: exports.map((spec) => ({
           format: "ndjson",
           destination: { type: "local", path: `out/${String(spec["name"])}` },
           ...spec
         }))
-      },
+      }),
       { configDir, ...(options.resume ? { resume: true } : {}) }
     )
   )
