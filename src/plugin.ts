@@ -45,6 +45,8 @@ export {
 } from "./runtime/errors.js"
 export { invalidKeyReason } from "./runtime/keys.js"
 export { ByteSize } from "./runtime/size.js"
+/** Config fields database sources share (`url` / `url_env`, seconds): `SourceConfig.connectionUrlFields({ … })`. */
+export * as SourceConfig from "./runtime/source/config-fields.js"
 export * as Sink from "./runtime/sink/index.js"
 export type {
   EnvVarNameOptions,

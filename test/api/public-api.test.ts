@@ -246,6 +246,7 @@ describe("public API values", () => {
       "Sink",
       "SinkDriver",
       "SinkError",
+      "SourceConfig",
       "SourceDriver",
       "SourceError",
       "StateError",

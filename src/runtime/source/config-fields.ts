@@ -1,0 +1,51 @@
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+
+/**
+ * Config fields database sources share: the connection URL (`url`, redacted, checked by the source's own parser)
+ * and the name of an environment variable holding it (`url_env`), and whole seconds with a default. Neither
+ * message ever echoes a URL: a user who misread `url_env` may have pasted one, password included.
+ */
+export interface ConnectionUrlOptions {
+  /** Why a URL cannot be used (message and hint), or undefined when it can. */
+  readonly urlProblem: (url: string) => { readonly message: string; readonly hint: string } | undefined
+  /** The `url` key's description (the URL's shape, for docs and the JSON Schema). */
+  readonly description: string
+  /** A typical variable and URL scheme for the messages, e.g. `DATABASE_URL` and `postgres`. */
+  readonly exampleVariable: string
+  readonly scheme: string
+}
+
+const urlEnvProblem = (name: string, options: ConnectionUrlOptions): string | undefined => {
+  const variable = options.exampleVariable
+  if (name.includes("://") || name.includes("@")) {
+    return `url_env must be the NAME of an environment variable holding the connection URL (e.g. ${variable}), not the URL itself: export ${variable}=${options.scheme}://… and write url_env: ${variable}`
+  }
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
+    ? undefined
+    : `url_env must be the name of an environment variable (letters, digits and _), e.g. ${variable}`
+}
+
+/** `url` and `url_env`, both optional: the source's own filter says which combination it needs. */
+export const connectionUrlFields = (options: ConnectionUrlOptions) => ({
+  url: Schema.optional(
+    // The default message would quote a non-string value (`actual [...]`), which may hold the password.
+    Schema.Redacted(Schema.String.annotations({ message: () => "expected a string: the connection URL (value not shown)" }))
+      .pipe(
+        Schema.filter((url) => {
+          const found = options.urlProblem(Redacted.value(url))
+          return found === undefined ? true : `${found.message}; ${found.hint}`
+        })
+      )
+      .annotations({ description: options.description })
+  ),
+  url_env: Schema.optional(
+    Schema.NonEmptyString.annotations({
+      description: "Name of an environment variable holding the connection URL."
+    }).pipe(Schema.filter((name) => urlEnvProblem(name, options) ?? true))
+  )
+})
+
+/** A whole number of seconds (0 allowed) with a default. */
+export const secondsField = (description: string, fallback: number) =>
+  Schema.optionalWith(Schema.NonNegativeInt.annotations({ description }), { default: () => fallback })
