@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { loadConfig } from "rivet"
+import { loadConfig, type RivetConfigInput } from "rivet"
 import { describe, expect, it } from "vitest"
 import plugin from "../src/index.js"
 
@@ -8,12 +8,13 @@ const KEY_AUTH = { account_url: "https://myaccount.blob.core.windows.net", accou
 
 /** Decodes a destination block through Rivet's own config loader, as `rivet run` does. */
 const decode = async (destination: Record<string, unknown>) => {
-  const config = {
+  // Deliberately wrong blocks too: passed as untyped input, checked by the loader at run time.
+  const config: unknown = {
     source: { type: "postgres", url: "postgres://app@127.0.0.1:5432/shop" },
     exports: [{ name: "orders", table: "orders", format: "csv", destination: { type: "azure", ...destination } }]
   }
   // `AnyPlugin` is `SinkPlugin<never, never> | …`, which a plugin with a real config type does not widen to.
-  const result = await Effect.runPromise(Effect.either(loadConfig(config, { plugins: [plugin as never] })))
+  const result = await Effect.runPromise(Effect.either(loadConfig(config as RivetConfigInput, { plugins: [plugin as never] })))
   return Either.map(result, (decoded) => decoded.exports[0]!.destination.config as Record<string, unknown>)
 }
 
