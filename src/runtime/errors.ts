@@ -88,6 +88,24 @@ export class PluginError extends Schema.TaggedError<PluginError>()("PluginError"
   detail: Schema.optional(Schema.String)
 }) {}
 
+/**
+ * A source plugin's maker of `SourceError`s: the message prefixed with the export when known
+ * (`export "orders": …`), not retryable unless said.
+ */
+export const sourceErrorMaker =
+  (source: string) =>
+  (
+    context: { readonly exportName?: string | undefined },
+    message: string,
+    options: { readonly hint?: string | undefined; readonly retryable?: boolean } = {}
+  ): SourceError =>
+    new SourceError({
+      source,
+      message: context.exportName === undefined ? message : `export "${context.exportName}": ${message}`,
+      retryable: options.retryable ?? false,
+      ...(options.hint === undefined ? {} : { hint: options.hint })
+    })
+
 /** The stack of something thrown, when it has one: the `detail` of a PluginError made from a defect. */
 export const defectDetail = (defect: unknown): { readonly detail?: string } =>
   defect instanceof Error && typeof defect.stack === "string" ? { detail: defect.stack } : {}

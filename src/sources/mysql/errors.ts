@@ -1,4 +1,4 @@
-import { describeCause, SourceError } from "../../runtime/errors.js"
+import { describeCause, type SourceError, sourceErrorMaker } from "../../runtime/errors.js"
 
 /** What an error message may mention: the export, the masked URL; `scrub` removes any secret from library text. */
 export interface ErrorContext {
@@ -9,17 +9,7 @@ export interface ErrorContext {
 }
 
 /** A `SourceError` from the mysql source, its message prefixed with the export when known. */
-export const sourceError = (
-  context: Pick<ErrorContext, "exportName">,
-  message: string,
-  options: { readonly hint?: string | undefined; readonly retryable?: boolean } = {}
-): SourceError =>
-  new SourceError({
-    source: "mysql",
-    message: context.exportName === undefined ? message : `export "${context.exportName}": ${message}`,
-    retryable: options.retryable ?? false,
-    ...(options.hint === undefined ? {} : { hint: options.hint })
-  })
+export const sourceError = sourceErrorMaker("mysql")
 
 interface Rule {
   readonly retryable: boolean

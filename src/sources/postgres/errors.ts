@@ -1,6 +1,6 @@
 import postgres from "postgres"
 import * as Effect from "effect/Effect"
-import { describeCause, SourceError } from "../../runtime/errors.js"
+import { describeCause, type SourceError, sourceErrorMaker } from "../../runtime/errors.js"
 import { isUrlProblem, parsePostgresUrl, type PostgresAddress } from "./url.js"
 
 /** What an error message may mention: the export, the masked URL; `scrub` removes any secret from library text. */
@@ -13,17 +13,7 @@ export interface ErrorContext {
 }
 
 /** A `SourceError` from the postgres source, its message prefixed with the export when known. */
-export const sourceError = (
-  context: Pick<ErrorContext, "exportName">,
-  message: string,
-  options: { readonly hint?: string | undefined; readonly retryable?: boolean } = {}
-): SourceError =>
-  new SourceError({
-    source: "postgres",
-    message: context.exportName === undefined ? message : `export "${context.exportName}": ${message}`,
-    retryable: options.retryable ?? false,
-    ...(options.hint === undefined ? {} : { hint: options.hint })
-  })
+export const sourceError = sourceErrorMaker("postgres")
 
 /** A connection URL and the config key (or environment variable) it came from, for messages. */
 export interface ResolvedUrl {
