@@ -1,43 +1,54 @@
 import { createHash } from "node:crypto"
+import * as Schema from "effect/Schema"
 import { type BatchSchema, formatLogicalType } from "./batch.js"
+import { invalidKeyReason } from "./keys.js"
+
+const Count = Schema.Int.pipe(Schema.nonNegative())
 
 /** One committed output object, as recorded in `manifest.json`. */
-export interface PartRecord {
+export const PartRecord = Schema.Struct({
   /** Key relative to the destination root. */
-  readonly path: string
-  readonly rows: number
-  readonly size_bytes: number
+  path: Schema.String.pipe(Schema.filter((path) => invalidKeyReason(path) ?? true)),
+  rows: Count,
+  size_bytes: Count,
   /** `sha256:<hex>` of the exact bytes, computed while streaming. */
-  readonly content_fingerprint: string
-}
+  content_fingerprint: Schema.String.pipe(
+    Schema.pattern(/^sha256:[0-9a-f]{64}$/, { message: () => "expected sha256:<64 lowercase hex digits>" })
+  )
+})
+export type PartRecord = typeof PartRecord.Type
 
-/** The content of `manifest.json`, written after every part is committed and before `_SUCCESS`. */
-export interface Manifest {
-  readonly manifest_version: 1
-  readonly run_id: string
-  readonly export_name: string
-  readonly started_at: string
-  readonly finished_at: string
-  readonly status: "success"
-  readonly source: {
-    readonly type: string
-    readonly schema?: string | undefined
-    readonly table?: string | undefined
-    readonly query?: string | undefined
+/**
+ * The content of `manifest.json`, written after every part is committed and before `_SUCCESS`; `rivet validate`
+ * reads it back with the same schema.
+ */
+export const Manifest = Schema.Struct({
+  manifest_version: Schema.Literal(1),
+  run_id: Schema.String,
+  export_name: Schema.String,
+  started_at: Schema.String,
+  finished_at: Schema.String,
+  status: Schema.Literal("success"),
+  source: Schema.Struct({
+    type: Schema.String,
+    schema: Schema.optional(Schema.String),
+    table: Schema.optional(Schema.String),
+    query: Schema.optional(Schema.String),
     /** How rows were selected: full, incremental, chunked, keyset or time_window. */
-    readonly mode: string
+    mode: Schema.String,
     /** Incremental runs: the cursor position this run reached. */
-    readonly cursor?: { readonly column: string; readonly value: string } | undefined
-  }
-  readonly destination: { readonly type: string; readonly uri: string }
-  readonly format: string
-  readonly compression: string
-  readonly schema: ReadonlyArray<{ readonly name: string; readonly type: string }>
-  readonly schema_fingerprint: string
-  readonly row_count: number
-  readonly part_count: number
-  readonly parts: ReadonlyArray<PartRecord>
-}
+    cursor: Schema.optional(Schema.Struct({ column: Schema.String, value: Schema.String }))
+  }),
+  destination: Schema.Struct({ type: Schema.String, uri: Schema.String }),
+  format: Schema.String,
+  compression: Schema.String,
+  schema: Schema.Array(Schema.Struct({ name: Schema.String, type: Schema.String })),
+  schema_fingerprint: Schema.String,
+  row_count: Count,
+  part_count: Count,
+  parts: Schema.Array(PartRecord)
+})
+export type Manifest = typeof Manifest.Type
 
 export const sha256Hex = (bytes: Uint8Array | string): string => createHash("sha256").update(bytes).digest("hex")
 

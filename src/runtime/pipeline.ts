@@ -5,7 +5,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { type CursorState, StateStore } from "../state/store.js"
 import type { ExportConfig } from "./config/model.js"
-import { describeCause, IntegrityError, type RivetError, type SinkError, StateError } from "./errors.js"
+import { describeCause, IntegrityError, type SinkError, StateError } from "./errors.js"
 import { acquireLease, DEFAULT_LEASE_TTL_MS, type LeaseSettings } from "./lease.js"
 import {
   encodeManifest,
@@ -17,12 +17,10 @@ import {
   sha256Hex
 } from "./manifest.js"
 import { chunkRunnerFor, type LaneSettings } from "./lanes/runner.js"
-import { prepareChunked } from "./modes/chunked.js"
+import { prepareMode } from "./modes/prepare.js"
 import type { ExportContext } from "./modes/context.js"
 import { openJournal } from "./modes/journal.js"
-import { prepareKeyset } from "./modes/keyset.js"
 import type { ModeOutcome, PreparedMode, RunJournal } from "./modes/mode.js"
-import { prepareFull, prepareIncremental, prepareTimeWindow } from "./modes/single.js"
 import { makeDriftCheck } from "./modes/drift.js"
 import { markerKeys } from "./naming.js"
 import type { ModePlan } from "./plan/model.js"
@@ -73,22 +71,6 @@ export interface RunOptions {
   readonly plan?: ModePlan | undefined
   /** The export's lease: its time to live and how long to wait for another run holding it (default: 60 s, no wait). */
   readonly lease?: LeaseSettings | undefined
-}
-
-/** Resolves the export's mode against the source (columns, keys, stored cursor) before anything runs. */
-export const prepareMode = (ctx: ExportContext): Effect.Effect<PreparedMode, RivetError> => {
-  switch (ctx.spec.mode.kind) {
-    case "full":
-      return prepareFull(ctx)
-    case "incremental":
-      return prepareIncremental(ctx)
-    case "time_window":
-      return prepareTimeWindow(ctx)
-    case "chunked":
-      return prepareChunked(ctx)
-    case "keyset":
-      return prepareKeyset(ctx)
-  }
 }
 
 /** Objects named like this run's parts that the manifest does not list: leftovers of an interrupted attempt. */

@@ -75,6 +75,8 @@ export type ModeConfig =
     }
 
 export type ModeKind = ModeConfig["kind"]
+/** The configuration of one mode, e.g. `ModeOf<"chunked">`. */
+export type ModeOf<K extends ModeKind> = Extract<ModeConfig, { readonly kind: K }>
 
 export interface ExportConfig {
   readonly name: string

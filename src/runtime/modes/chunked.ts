@@ -5,11 +5,13 @@ import { ConfigError, SourceError } from "../errors.js"
 import { type PartRecord, schemaEntries } from "../manifest.js"
 import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../lanes/work.js"
 import { chunkAttemptStem, chunkRunStem, makeNonce, partNamePattern } from "../naming.js"
-import type { ChunkSpec, ModePlan } from "../plan/model.js"
+import { ChunkSpec, type ModePlan } from "../plan/model.js"
 import type { RowFilter, SourceDescription } from "../plugin.js"
+import type { ModeOf } from "../config/model.js"
 import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
 import { retryUnit } from "./attempt.js"
 import { planFingerprint } from "./fingerprint.js"
+import { decodeStored } from "./stored.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
 import { estimateOf, planHeader, statementOf } from "./planning.js"
 
@@ -81,9 +83,7 @@ const planChunks = (
  * find no rows write nothing. With `chunk_checkpoint` the plan and every committed chunk are recorded, so
  * `rivet run --resume` redoes only the chunks that had not committed.
  */
-export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportContext) {
-  const mode = ctx.spec.mode
-  if (mode.kind !== "chunked") return yield* Effect.die("not a chunked export")
+export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportContext, mode: ModeOf<"chunked">) {
   const { describe, bounds } = yield* planningPrimitives(ctx)
   const base = baseQuery(ctx.spec)
   const description = yield* describe(base)
@@ -101,6 +101,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
     planChunks(ctx, column.name, mode.chunkSize, range)
   )
   const queryOf = (spec: ChunkSpec) => ({ ...base, where: [filterOf(column.name, spec)] })
+  const decodeSpec = decodeStored(ChunkSpec, ctx.spec.name, "chunk range")
 
   const plan = Effect.gen(function* () {
     const ranges = yield* chunkSpecs
@@ -125,18 +126,24 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
     Effect.gen(function* () {
       const { state, progress } = ctx
       // A run killed before its plan was saved has no units: it is planned now, like a new run.
-      let units: ReadonlyArray<UnitRecord> = journal.resumed ? yield* state.units(journal.runId) : []
-      if (units.length === 0) {
+      const stored: ReadonlyArray<UnitRecord> = journal.resumed ? yield* state.units(journal.runId) : []
+      let chunks: ReadonlyArray<Chunk>
+      if (stored.length === 0) {
         const specs = given?.chunks?.ranges ?? (yield* chunkSpecs)
-        units = specs.map((spec, index) => ({ index, spec: JSON.stringify(spec), status: "pending" as const, rows: 0 }))
-        if (mode.checkpoint) yield* state.savePlan(journal.runId, units)
+        chunks = specs.map((spec, index) => ({
+          unit: { index, spec: JSON.stringify(spec), status: "pending" as const, rows: 0 },
+          spec
+        }))
+        if (mode.checkpoint) yield* state.savePlan(journal.runId, chunks.map((chunk) => chunk.unit))
+      } else {
+        chunks = yield* Effect.forEach(stored, (unit) => Effect.map(decodeSpec(unit.spec), (spec) => ({ unit, spec })))
       }
-      const pending = units.filter((unit) => unit.status !== "done")
+      const units = chunks.map((chunk) => chunk.unit)
+      const pending = chunks.filter((chunk) => chunk.unit.status !== "done")
       progress.units = { done: units.length - pending.length, total: units.length, label: "chunks" }
 
-      const runChunk = (runner: ChunkRunner, unit: UnitRecord) =>
+      const runChunk = (runner: ChunkRunner, { unit, spec }: Chunk) =>
         Effect.gen(function* () {
-          const spec = JSON.parse(unit.spec) as ChunkSpec
           // One nonce for every attempt: a retried chunk overwrites the parts its failed attempt committed.
           const work: ChunkWork = {
             query: queryOf(spec),
@@ -154,7 +161,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
           ctx.uploads?.notePrefix(
             chunkAttemptStem(ctx.spec.name, journal.startedAt, work.naming.chunk, work.naming.nonce)
           )
-          const outcome = yield* retryUnit(ctx, `chunk ${unit.index} (${describeChunk(column.name, unit)})`, runner(work))
+          const outcome = yield* retryUnit(ctx, `chunk ${unit.index} (${describeChunk(column.name, spec)})`, runner(work))
           if (mode.checkpoint) {
             yield* state.commitUnit(journal.runId, { ...unit, status: "done", rows: outcome.rows }, outcome.parts)
           }
@@ -165,7 +172,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
             error._tag === "SourceError"
               ? new SourceError({
                   source: error.source,
-                  message: `chunk ${unit.index} (${describeChunk(column.name, unit)}): ${error.message}`,
+                  message: `chunk ${unit.index} (${describeChunk(column.name, spec)}): ${error.message}`,
                   hint: error.hint,
                   retryable: error.retryable
                 })
@@ -178,7 +185,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
         yield* Effect.scoped(
           Effect.gen(function* () {
             const runner = yield* (ctx.chunkRunner?.(lanes) ?? Effect.succeed(inProcessRunner(ctx)))
-            return yield* Effect.forEach(pending, (unit) => runChunk(runner, unit), { concurrency: mode.parallel })
+            return yield* Effect.forEach(pending, (chunk) => runChunk(runner, chunk), { concurrency: mode.parallel })
           })
         )
       )
@@ -200,9 +207,9 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
         schema,
         sourceRows: [...finished.values()].reduce((sum, outcome) => sum + outcome.sourceRows, 0),
         partStem: chunkRunStem(ctx.spec.name, journal.startedAt),
-        statements: units
-          .filter((unit) => finished.has(unit.index))
-          .map((unit) => statementOf(ctx, queryOf(JSON.parse(unit.spec) as ChunkSpec)))
+        statements: chunks
+          .filter((chunk) => finished.has(chunk.unit.index))
+          .map((chunk) => statementOf(ctx, queryOf(chunk.spec)))
       }
     })
 
@@ -215,9 +222,13 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
   } satisfies PreparedMode
 })
 
-const describeChunk = (column: string, unit: UnitRecord): string => {
-  const spec = JSON.parse(unit.spec) as ChunkSpec
-  return "nulls" in spec ? `${column} IS NULL` : `${column} ${spec.low}..${spec.high}`
+const describeChunk = (column: string, spec: ChunkSpec): string =>
+  "nulls" in spec ? `${column} IS NULL` : `${column} ${spec.low}..${spec.high}`
+
+/** A planned chunk: its state-store record and its key range. */
+interface Chunk {
+  readonly unit: UnitRecord
+  readonly spec: ChunkSpec
 }
 
 export const toPartRecord = (part: PartRecord): PartRecord => ({

@@ -4,8 +4,9 @@ import type { SchemaBaseline, StateStoreShape } from "../../state/store.js"
 import type { BatchSchema } from "../batch.js"
 import type { ExportConfig } from "../config/model.js"
 import { SchemaDriftError } from "../errors.js"
-import { schemaEntries, schemaFingerprint } from "../manifest.js"
+import { Manifest, schemaEntries, schemaFingerprint } from "../manifest.js"
 import type { ProgressReporterShape } from "../progress.js"
+import { decodeStored } from "./stored.js"
 
 type Entry = { readonly name: string; readonly type: string }
 
@@ -31,14 +32,16 @@ export const describeDrift = (before: ReadonlyArray<Entry>, after: ReadonlyArray
 export const makeDriftCheck = (spec: ExportConfig, state: StateStoreShape, reporter: ProgressReporterShape) =>
   Effect.gen(function* () {
     const baseline = Option.getOrUndefined(yield* state.schemaBaseline(spec.name))
+    const before =
+      baseline && (yield* decodeStored(Manifest.fields.schema, spec.name, "schema baseline")(baseline.columns))
     let seen: SchemaBaseline | undefined
     const check = (schema: BatchSchema) =>
       Effect.suspend(() => {
         const fingerprint = schemaFingerprint(schema)
         if (seen?.fingerprint === fingerprint) return Effect.void
         seen = { fingerprint, columns: JSON.stringify(schemaEntries(schema)), updatedAt: new Date().toISOString() }
-        if (baseline === undefined || baseline.fingerprint === fingerprint) return Effect.void
-        const change = describeDrift(JSON.parse(baseline.columns) as Array<Entry>, schemaEntries(schema))
+        if (!baseline || !before || baseline.fingerprint === fingerprint) return Effect.void
+        const change = describeDrift(before, schemaEntries(schema))
         switch (spec.onSchemaDrift) {
           case "fail":
             return Effect.fail(

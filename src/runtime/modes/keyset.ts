@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { formatLogicalType } from "../batch.js"
 import { ConfigError, SourceError } from "../errors.js"
 import { isOrderable } from "../key-text.js"
@@ -6,12 +7,17 @@ import { type PartRecord, schemaEntries } from "../manifest.js"
 import { pagePartName, pageRunStem, partNamePattern } from "../naming.js"
 import type { ModePlan } from "../plan/model.js"
 import type { SourceQuery } from "../plugin.js"
+import type { ModeOf } from "../config/model.js"
 import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
 import { toPartRecord } from "./chunked.js"
 import { retryUnit, runAttempt } from "./attempt.js"
 import { planFingerprint } from "./fingerprint.js"
+import { decodeStored } from "./stored.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
 import { estimateOf, planHeader, statementOf } from "./planning.js"
+
+/** A committed page's last key, one text value per key column (JSON in the state store). */
+const StoredKey = Schema.Array(Schema.String)
 
 /**
  * Pages of `page_size` rows in key order, each its own short statement
@@ -19,9 +25,7 @@ import { estimateOf, planHeader, statementOf } from "./planning.js"
  * a page re-read after a crash overwrites its own part. With `chunk_checkpoint` every committed page is recorded
  * with its last key, and `--resume` continues after the last committed page.
  */
-export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportContext) {
-  const mode = ctx.spec.mode
-  if (mode.kind !== "keyset") return yield* Effect.die("not a keyset export")
+export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportContext, mode: ModeOf<"keyset">) {
   const { describe, bounds } = yield* planningPrimitives(ctx)
   const base = baseQuery(ctx.spec)
   const description = yield* describe(base)
@@ -97,7 +101,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
         const last = done.at(-1)
         if (last?.lastKey !== undefined) {
           page = last.index + 1
-          after = JSON.parse(last.lastKey) as ReadonlyArray<string>
+          after = yield* decodeStored(StoredKey, ctx.spec.name, "last key of page " + last.index)(last.lastKey)
         }
       }
       progress.units = { done: page, label: "pages" }

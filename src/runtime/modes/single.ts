@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { ColumnRef, RowFilter, SourceQuery } from "../plugin.js"
+import type { ModeOf } from "../config/model.js"
 import { type BatchSchema, formatLogicalType } from "../batch.js"
 import { ConfigError } from "../errors.js"
 import { instantText, isOrderable, isTemporal } from "../key-text.js"
@@ -83,9 +84,7 @@ export const prepareFull = (ctx: ExportContext): Effect.Effect<PreparedMode> =>
  * Rows past the stored cursor, in cursor order; the first run exports everything. With `cursor_lag` the run stops
  * at now − lag, so a row committed late with an earlier timestamp is still ahead of the cursor next time.
  */
-export const prepareIncremental = Effect.fn("Modes.incremental")(function* (ctx: ExportContext) {
-  const mode = ctx.spec.mode
-  if (mode.kind !== "incremental") return yield* Effect.die("not an incremental export")
+export const prepareIncremental = Effect.fn("Modes.incremental")(function* (ctx: ExportContext, mode: ModeOf<"incremental">) {
   const { describe } = yield* planningPrimitives(ctx)
   const base = baseQuery(ctx.spec)
   const description = yield* describe(base)
@@ -161,9 +160,7 @@ export const prepareIncremental = Effect.fn("Modes.incremental")(function* (ctx:
 })
 
 /** Rows from UTC midnight `days_window` days ago until now. */
-export const prepareTimeWindow = Effect.fn("Modes.timeWindow")(function* (ctx: ExportContext) {
-  const mode = ctx.spec.mode
-  if (mode.kind !== "time_window") return yield* Effect.die("not a time_window export")
+export const prepareTimeWindow = Effect.fn("Modes.timeWindow")(function* (ctx: ExportContext, mode: ModeOf<"time_window">) {
   const { describe } = yield* planningPrimitives(ctx)
   const base = baseQuery(ctx.spec)
   const description = yield* describe(base)

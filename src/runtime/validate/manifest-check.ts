@@ -2,32 +2,14 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { describeCause } from "../errors.js"
-import { invalidKeyReason } from "../keys.js"
-import { sha256Hex } from "../manifest.js"
+import { Manifest, sha256Hex } from "../manifest.js"
 import type { MarkerKeys } from "../naming.js"
 import { type Finding, finding, formatCount } from "./findings.js"
 
-const Count = Schema.Int.pipe(Schema.nonNegative())
-
-const StoredPart = Schema.Struct({
-  path: Schema.String.pipe(Schema.filter((path) => invalidKeyReason(path) ?? true)),
-  rows: Count,
-  size_bytes: Count,
-  content_fingerprint: Schema.String.pipe(
-    Schema.pattern(/^sha256:[0-9a-f]{64}$/, { message: () => "expected sha256:<64 lowercase hex digits>" })
-  )
-})
-
-/** The fields of `manifest.json` that validation relies on; others are ignored. */
+/** The fields of `manifest.json` that validation relies on; others are ignored (`run_id` is absent in old ones). */
 const StoredManifest = Schema.Struct({
-  manifest_version: Schema.Literal(1),
-  run_id: Schema.optional(Schema.String),
-  export_name: Schema.String,
-  started_at: Schema.String,
-  format: Schema.String,
-  row_count: Count,
-  part_count: Count,
-  parts: Schema.Array(StoredPart)
+  ...Manifest.pick("manifest_version", "export_name", "started_at", "format", "row_count", "part_count", "parts").fields,
+  run_id: Schema.optional(Schema.String)
 })
 
 /** A manifest as validation reads it. */
