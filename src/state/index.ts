@@ -9,7 +9,7 @@ export {
   type LeaseProof,
   type LeaseRenewal,
   type LeaseRequest,
-  type RunOutcome,
+  type FinishedRun,
   type RunRecord,
   type RunStatus,
   type SchemaBaseline,

@@ -22,7 +22,7 @@ import type {
   ExportSummary,
   LeaseHolder,
   LeaseProof,
-  RunOutcome,
+  FinishedRun,
   RunRecord,
   SchemaBaseline,
   StateStoreShape,
@@ -135,7 +135,7 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
 
   const finishRun = Effect.fn("StateStore.finishRun")(function* (
     runId: string,
-    outcome: RunOutcome,
+    outcome: FinishedRun,
     extra?: {
       readonly parts?: ReadonlyArray<PartRecord> | undefined
       readonly cursor?: CursorState | undefined

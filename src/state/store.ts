@@ -63,7 +63,7 @@ export interface CommittedPart extends PartRecord {
   readonly committedAt: string
 }
 
-export interface RunOutcome {
+export interface FinishedRun {
   readonly status: Exclude<RunStatus, "running">
   readonly finishedAt: string
   readonly rows: number
@@ -162,7 +162,7 @@ export interface StateStoreShape {
    */
   readonly finishRun: (
     runId: string,
-    outcome: RunOutcome,
+    outcome: FinishedRun,
     extra?: {
       readonly parts?: ReadonlyArray<PartRecord> | undefined
       readonly cursor?: CursorState | undefined

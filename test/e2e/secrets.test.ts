@@ -75,7 +75,7 @@ const canaryUrl = (options: { port?: number; database?: string; password?: strin
   return `${pgUrlParts.protocol}//${ROLE}:${password}@${hostPort(options.port)}/${database}${pgUrlParts.search}`
 }
 
-/** The masked form Rivet prints (src/sources/postgres/url.ts `maskUrl`). */
+/** The masked form Rivet prints (src/lib/postgres-url.ts `maskUrl`). */
 const maskedUrl = (options: { port?: number } = {}) =>
   `${pgUrlParts.protocol}//${ROLE}:***@${hostPort(options.port)}${pgUrlParts.pathname}${pgUrlParts.search}`
 

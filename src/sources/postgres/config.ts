@@ -1,7 +1,7 @@
 import * as Schema from "effect/Schema"
 import { identifierLengthProblem } from "../../runtime/config/model.js"
 import { connectionUrlFields, secondsField } from "../../runtime/source/config-fields.js"
-import { urlProblem } from "./url.js"
+import { urlProblem } from "../../lib/postgres-url.js"
 
 const EmbeddedConfig = Schema.Struct({
   data_dir: Schema.optional(

@@ -16,7 +16,7 @@ import { addressOf, type ErrorContext, fromPostgres, sourceError } from "./error
 import { attemptOn, openSession } from "./session.js"
 import { quoteIdent } from "./statement.js"
 import { planColumn, resolveShape, type Shape } from "./types.js"
-import { connectionTarget, displayAddress, makeScrubber } from "./url.js"
+import { connectionTarget, displayAddress, makeScrubber } from "../../lib/postgres-url.js"
 
 /** What `rivet init` asks for: every table of `schema`, or only the named ones (`name` or `schema.name`). */
 export interface DiscoverRequest {

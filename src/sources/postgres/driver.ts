@@ -14,7 +14,7 @@ import { openRendered } from "./rendered.js"
 import { openResult } from "./result.js"
 import type { SessionSettings } from "./session.js"
 import { queryProblem, renderForDisplay } from "./statement.js"
-import { connectionTarget, displayAddress, makeScrubber } from "./url.js"
+import { connectionTarget, displayAddress, makeScrubber } from "../../lib/postgres-url.js"
 
 // Every OID postgres.js parses by default (types.js: bool, bytea, int2/4, oid, float4/8, json/jsonb, date,
 // timestamp, timestamptz). An entry without `parse` removes those parsers, so each value reaches us as PostgreSQL's

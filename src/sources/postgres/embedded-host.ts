@@ -175,7 +175,7 @@ export const prepareHost = (dataDir: string, osUser: string) =>
   })
 
 /** How a launched process first settled. */
-export type Outcome =
+export type Settled =
   | { readonly _tag: "Ready" }
   | { readonly _tag: "Closed"; readonly code: number | null }
   | { readonly _tag: "Failed"; readonly cause: Error }
@@ -184,7 +184,7 @@ export interface Launched {
   /** The last lines the process wrote to stderr. */
   readonly tail: () => string
   /** The first of: a stderr line containing `readyLine`, a spawn error, the process closing. */
-  readonly outcome: Effect.Effect<Outcome>
+  readonly outcome: Effect.Effect<Settled>
 }
 
 /**
@@ -204,9 +204,9 @@ export const launch = (host: Host, file: string, args: ReadonlyArray<string>, cw
       })
       const lines: Array<string> = []
       let partial = ""
-      let settled: Outcome | undefined
-      const waiters = new Set<(outcome: Outcome) => void>()
-      const settle = (outcome: Outcome) => {
+      let settled: Settled | undefined
+      const waiters = new Set<(outcome: Settled) => void>()
+      const settle = (outcome: Settled) => {
         if (settled !== undefined) return
         settled = outcome
         for (const waiter of waiters) waiter(outcome)
@@ -222,9 +222,9 @@ export const launch = (host: Host, file: string, args: ReadonlyArray<string>, cw
       })
       child.on("error", (cause) => settle({ _tag: "Failed", cause }))
       child.on("close", (code) => settle({ _tag: "Closed", code }))
-      const outcome = Effect.async<Outcome>((resume) => {
+      const outcome = Effect.async<Settled>((resume) => {
         if (settled !== undefined) return resume(Effect.succeed(settled))
-        const waiter = (result: Outcome) => resume(Effect.succeed(result))
+        const waiter = (result: Settled) => resume(Effect.succeed(result))
         waiters.add(waiter)
         return Effect.sync(() => waiters.delete(waiter))
       })

@@ -8,7 +8,7 @@ import type * as Scope from "effect/Scope"
 import { describeCause, type SourceError } from "../../runtime/errors.js"
 import { seedDemoIfAbsent } from "./demo-seed.js"
 import { recordOwner, serverOfThisProcess } from "./embedded-owner.js"
-import type { Host, Outcome } from "./embedded-host.js"
+import type { Host, Settled } from "./embedded-host.js"
 import { attempt, embeddedFailure as failure, exists, launch, prepareHost } from "./embedded-host.js"
 
 /**
@@ -149,7 +149,7 @@ const freePort = Effect.async<number, SourceError>((resume) => {
 })
 
 /** Why the server did not start; `outcome` is `undefined` when it did not become ready in time. */
-const startupFailure = (cluster: Cluster, port: number, outcome: Outcome | undefined, log: string) => {
+const startupFailure = (cluster: Cluster, port: number, outcome: Settled | undefined, log: string) => {
   const dataDir = path.dirname(cluster.pgDir)
   if (log.includes("Address already in use")) {
     return failure(

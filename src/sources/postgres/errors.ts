@@ -1,7 +1,7 @@
 import postgres from "postgres"
 import * as Effect from "effect/Effect"
 import { describeCause, type SourceError, sourceErrorMaker } from "../../runtime/errors.js"
-import { isUrlProblem, parsePostgresUrl, type PostgresAddress } from "./url.js"
+import { isUrlProblem, parsePostgresUrl, type PostgresAddress } from "../../lib/postgres-url.js"
 
 /** What an error message may mention: the export, the masked URL; `scrub` removes any secret from library text. */
 export interface ErrorContext {

@@ -5,7 +5,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { decodeBlock } from "../../../src/runtime/config/issues.js"
 import postgresSource from "../../../src/sources/postgres/index.js"
-import { connectionTarget, isUrlProblem, makeScrubber, maskUrl, parsePostgresUrl } from "../../../src/sources/postgres/url.js"
+import { connectionTarget, isUrlProblem, makeScrubber, maskUrl, parsePostgresUrl } from "../../../src/lib/postgres-url.js"
 
 const decode = (input: unknown) =>
   Schema.decodeUnknownEither(postgresSource.config, { onExcessProperty: "error" })(input).pipe(

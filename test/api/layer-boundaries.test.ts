@@ -1,0 +1,42 @@
+import { ESLint } from "eslint"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+
+const ROOT = path.resolve(import.meta.dirname, "../..")
+const FIXTURES = path.join(ROOT, "test/fixtures/boundaries")
+
+/**
+ * Lints a fixture as if it were the file `asPath` of the tree, with the project's own eslint config. Fixtures are
+ * kept as .ts.txt: their imports resolve only at the path they pretend to have, so the typecheck must not see them.
+ */
+const lintAs = async (fixture: string, asPath: string) => {
+  const eslint = new ESLint({ cwd: ROOT })
+  const [result] = await eslint.lintText(fs.readFileSync(path.join(FIXTURES, fixture), "utf8"), {
+    filePath: path.join(ROOT, asPath)
+  })
+  return (result?.messages ?? []).filter((message) => message.ruleId === "no-restricted-imports")
+}
+
+describe("the layer boundaries hold in lint", () => {
+  it("refuses the engine importing a plugin", async () => {
+    const messages = await lintAs("engine-imports-plugin.ts.txt", "src/runtime/modes/fixture.ts")
+    expect(messages).toHaveLength(1)
+    expect(messages[0]?.message).toContain("the engine must not depend on an edge or a plugin")
+  })
+
+  it("refuses the state store importing a plugin", async () => {
+    expect(await lintAs("engine-imports-plugin.ts.txt", "src/state/fixture.ts")).toHaveLength(1)
+  })
+
+  it("refuses a plugin importing the engine's internals or another plugin", async () => {
+    const messages = await lintAs("plugin-imports-engine.ts.txt", "src/sources/postgres/fixture.ts")
+    expect(messages.map((message) => message.line)).toEqual([2, 3])
+    expect(messages[0]?.message).toContain("a plugin sees only the plugin contract")
+  })
+
+  it("lets a plugin import the contract, and an edge import anything", async () => {
+    expect(await lintAs("plugin-imports-contract.ts.txt", "src/sinks/local/fixture.ts")).toEqual([])
+    expect(await lintAs("plugin-imports-engine.ts.txt", "src/cli/commands/fixture.ts")).toEqual([])
+  })
+})
