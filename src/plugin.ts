@@ -67,6 +67,7 @@ export {
   type AnyPlugin,
   type BatchTransform,
   type ColumnRef,
+  type DiscoverRequest,
   type FormatDriverShape,
   type FormatPlugin,
   type PartEncoder,
@@ -82,6 +83,7 @@ export {
   type SinkCapabilities,
   type SinkDriverShape,
   type SinkPlugin,
+  type SourceDiscovery,
   type SourceDriverShape,
   type SourcePlugin,
   type SourceQuery,
@@ -89,3 +91,11 @@ export {
   type StoredObject,
   type UploadHandle
 } from "./runtime/plugin.js"
+export type {
+  ColumnProblem,
+  DiscoveredColumn,
+  DiscoveredTable,
+  Discovery,
+  EstimateSource,
+  SkippedTable
+} from "./runtime/init/model.js"

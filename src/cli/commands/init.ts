@@ -7,8 +7,8 @@ import * as path from "node:path"
 import { ConfigError, describeCause, type RivetError } from "../../runtime/errors.js"
 import { planInit } from "../../runtime/init/plan.js"
 import { renderInitYaml } from "../../runtime/init/render.js"
-import { discoverMysql } from "../../sources/mysql/discover.js"
-import { discoverPostgres } from "../../sources/postgres/discover.js"
+import type { SourceDiscovery } from "../../runtime/plugin.js"
+import { builtinSources } from "../../registry/builtins.js"
 import { ExitCode, printErrors, worstExitCode } from "../exit.js"
 
 const sourceEnvOption = Options.text("source-env").pipe(
@@ -62,6 +62,18 @@ const writeConfig = (file: string, text: string, force: boolean) =>
         : new ConfigError({ path: "--output", message: `cannot write ${file}: ${describeCause(cause)}` })
   })
 
+/**
+ * The built-in source that discovers tables behind `url`, by its scheme. A URL no source claims goes to the
+ * PostgreSQL source, the default `source.type`, which explains what a connection URL must look like.
+ */
+const discoveryFor = (url: string): Effect.Effect<SourceDiscovery> =>
+  Effect.promise(async () => {
+    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase()
+    const sources = await Promise.all(Object.values(builtinSources).map((load) => load()))
+    const claimed = sources.find((source) => scheme !== undefined && source.discovery?.schemes.includes(scheme))
+    return (claimed ?? sources.find((source) => source.type === "postgres")!).discovery!
+  })
+
 /** `rivet init [--source-env VAR] [--table t]… [--schema s] [-o rivet.yaml] [--force]` — a config from a live database. */
 export const initCommand = Command.make(
   "init",
@@ -97,9 +109,8 @@ export const initCommand = Command.make(
         )
       }
       const origin = `environment variable ${sourceEnv} (--source-env)`
-      const discovery = /^(mysql|mariadb):\/\//i.test(url)
-        ? yield* discoverMysql({ url, origin, database: Option.getOrUndefined(schema), tables })
-        : yield* discoverPostgres({ url, origin, schema: Option.getOrElse(schema, () => "public"), tables })
+      const source = yield* discoveryFor(url)
+      const discovery = yield* source.discover({ url, origin, schema: Option.getOrUndefined(schema), tables })
       const plan = planInit(discovery, {
         urlEnv: sourceEnv,
         fileName: file === undefined ? "rivet.yaml" : path.basename(file),

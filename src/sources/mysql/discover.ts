@@ -1,23 +1,13 @@
 import * as Effect from "effect/Effect"
 import { ConfigError } from "../../runtime/errors.js"
 import type { DiscoveredColumn, DiscoveredTable, Discovery, EstimateSource, SkippedTable } from "../../runtime/init/model.js"
-import type { SourceQuery } from "../../runtime/plugin.js"
+import type { DiscoverRequest, SourceQuery } from "../../runtime/plugin.js"
 import { describeFields, tableInfo } from "./catalog.js"
 import { type ErrorContext, sourceError } from "./errors.js"
 import { openSession, runOn } from "./session.js"
 import { describeStatement, quoteIdent, renderStatement } from "./statement.js"
 import { planColumn } from "./types.js"
 import { displayAddress, isUrlProblem, makeScrubber, parseMysqlUrl } from "./url.js"
-
-/** What `rivet init` asks for: every table of the database, or only the named ones (`name` or `database.name`). */
-export interface DiscoverMysqlRequest {
-  readonly url: string
-  /** Where the URL came from, for messages (e.g. "environment variable MYSQL_URL"). */
-  readonly origin?: string | undefined
-  /** The database to list; absent, the URL's. */
-  readonly database?: string | undefined
-  readonly tables: ReadonlyArray<string>
-}
 
 // Tables whose data is at most this size are counted exactly; InnoDB's TABLE_ROWS is a sampled estimate.
 const COUNT_MAX_BYTES = 64 * 1024 * 1024
@@ -38,13 +28,13 @@ const queryOf = (database: string, name: string): SourceQuery => ({
  * export of the table would type it (the same describe and mapping as `open`).
  */
 export const discoverMysql = Effect.fn("MysqlSource.discover")(
-  function* (request: DiscoverMysqlRequest) {
+  function* (request: DiscoverRequest) {
     const address = parseMysqlUrl(request.url)
     const origin = request.origin ?? "the connection URL"
     if (isUrlProblem(address)) return yield* Effect.fail(sourceError({}, `${origin}: ${address.message}`, { hint: address.hint }))
     const context: ErrorContext = { displayUrl: displayAddress(address), scrub: makeScrubber(address, request.url) }
     const session = yield* openSession(address, { statementTimeoutS: 120, lockTimeoutS: 10 }, context, true)
-    const database = request.database ?? address.database
+    const database = request.schema ?? address.database
     const listed = yield* runOn(session, context, "listing tables", TABLES_SQL, [database])
     const all = listed.map(([name, rows, bytes]) => ({ name: name ?? "", rows: Number(rows ?? 0), bytes: Number(bytes ?? 0) }))
     const names = all.map((table) => table.name)

@@ -11,21 +11,13 @@ import type {
   EstimateSource,
   SkippedTable
 } from "../../runtime/init/model.js"
+import type { DiscoverRequest } from "../../runtime/plugin.js"
 import { type DescribedColumn, loadCatalog } from "./catalog.js"
 import { addressOf, type ErrorContext, fromPostgres, sourceError } from "./errors.js"
 import { attemptOn, openSession } from "./session.js"
 import { quoteIdent } from "./statement.js"
 import { planColumn, resolveShape, type Shape } from "./types.js"
 import { connectionTarget, displayAddress, makeScrubber } from "../../lib/postgres-url.js"
-
-/** What `rivet init` asks for: every table of `schema`, or only the named ones (`name` or `schema.name`). */
-export interface DiscoverRequest {
-  readonly url: string
-  /** Where the URL came from, for messages (e.g. "environment variable DATABASE_URL"). */
-  readonly origin?: string | undefined
-  readonly schema: string
-  readonly tables: ReadonlyArray<string>
-}
 
 // Tables never analyzed (reltuples < 0) up to this size are counted exactly; bigger ones get the planner's estimate.
 const COUNT_MAX_BYTES = 64 * 1024 * 1024
@@ -125,6 +117,7 @@ const problemOf = (table: TableRef, name: string, shape: Shape, reason: string):
 export const discoverPostgres = Effect.fn("PostgresSource.discover")(
   function* (request: DiscoverRequest) {
     const url = request.url
+    const schema = request.schema ?? "public"
     const address = yield* addressOf({ url, origin: request.origin ?? "the connection URL" }, {})
     const target = connectionTarget(address)
     const context: ErrorContext = { displayUrl: displayAddress(address), scrub: makeScrubber(url) }
@@ -146,11 +139,11 @@ export const discoverPostgres = Effect.fn("PostgresSource.discover")(
     )
     const sql = yield* openSession(
       pool,
-      { statementTimeoutMs: 120_000, lockTimeoutMs: 10_000, schema: request.schema },
+      { statementTimeoutMs: 120_000, lockTimeoutMs: 10_000, schema },
       context
     )
-    const wanted = request.tables.map((text) => refOf(text, request.schema))
-    const schemas = [...new Set([request.schema, ...wanted.map((ref) => ref.schema)])]
+    const wanted = request.tables.map((text) => refOf(text, schema))
+    const schemas = [...new Set([schema, ...wanted.map((ref) => ref.schema)])]
     const listed = yield* attemptOn(sql, context, "listing tables", () =>
       sql.unsafe(TABLES_SQL, [`{${schemas.map((s) => JSON.stringify(s)).join(",")}}`]).values()
     )
@@ -163,13 +156,13 @@ export const discoverPostgres = Effect.fn("PostgresSource.discover")(
 
     let chosen: Array<TableRow>
     if (wanted.length === 0) {
-      chosen = all.filter((row) => row[1] === request.schema)
+      chosen = all.filter((row) => row[1] === schema)
       if (chosen.length === 0) {
         const known = yield* allSchemas()
         return yield* Effect.fail(
           new ConfigError({
             path: "--schema",
-            message: `schema '${request.schema}' has no tables (or does not exist)`,
+            message: `schema '${schema}' has no tables (or does not exist)`,
             hint: `schemas with tables: ${known.join(", ") || "(none)"}`
           })
         )
