@@ -216,7 +216,6 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
   return {
     checkpointed: mode.checkpoint,
     fingerprint,
-    planFingerprint: fingerprint,
     plan,
     execute
   } satisfies PreparedMode

@@ -86,7 +86,7 @@ const beginNewRun = (ctx: ExportContext, prepared: PreparedMode, startedAt: Date
           parts: 0,
           bytes: 0,
           checkpointed: prepared.checkpointed,
-          planFingerprint: prepared.fingerprint
+          planFingerprint: prepared.checkpointed ? prepared.fingerprint : undefined
         })
       )
       if (Either.isRight(begun)) return runId

@@ -158,5 +158,5 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
       return { parts, unrecorded, schema, sourceRows, partStem: pageRunStem(spec.name, journal.startedAt), statements }
     })
 
-  return { checkpointed: mode.checkpoint, fingerprint, planFingerprint: fingerprint, plan, execute } satisfies PreparedMode
+  return { checkpointed: mode.checkpoint, fingerprint, plan, execute } satisfies PreparedMode
 })

@@ -34,10 +34,11 @@ export interface ModeOutcome {
 export interface PreparedMode {
   /** Records each chunk or page as it commits, so `--resume` can continue the run. */
   readonly checkpointed: boolean
-  /** Checkpointed modes: what a resume must match (query, key, sizes, format, destination). */
-  readonly fingerprint?: string | undefined
-  /** What a plan of this export must still match to be run (`rivet run --plan`): query, mode keys, format, destination. */
-  readonly planFingerprint: string
+  /**
+   * What a plan (`rivet run --plan`) and a resumed checkpointed run must still match: query, mode keys, split sizes,
+   * format, destination.
+   */
+  readonly fingerprint: string
   /** What a run would do, reading only the source's catalog and bounds — nothing is written (`rivet plan`). */
   readonly plan: Effect.Effect<ModePlan, RivetError>
   /**

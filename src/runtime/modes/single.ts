@@ -31,7 +31,7 @@ interface SingleSetup {
 /** Runs one query into `{export}_{date}_{time}_{ms}[_partN].{ext}` parts — full, incremental and time_window. */
 const singleRun = (ctx: ExportContext, setup: SingleSetup): PreparedMode => ({
   checkpointed: false,
-  planFingerprint: setup.fingerprint,
+  fingerprint: setup.fingerprint,
   plan: Effect.gen(function* () {
     const query = setup.queryOf()
     const columns = yield* plannedColumns(ctx, setup.schema)

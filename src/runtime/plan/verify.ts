@@ -72,7 +72,7 @@ export const checkPlannedExport = (
 ): Effect.Effect<void, ConfigError | StateError> =>
   Effect.gen(function* () {
     const path = `export '${ctx.spec.name}'`
-    if (plan.mode !== ctx.spec.mode.kind || plan.fingerprint !== prepared.planFingerprint) {
+    if (plan.mode !== ctx.spec.mode.kind || plan.fingerprint !== prepared.fingerprint) {
       return yield* refuse(
         path,
         "the plan no longer matches the config: the query, mode settings (e.g. chunk_size), format or destination changed since the plan was made"
