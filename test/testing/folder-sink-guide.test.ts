@@ -4,7 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { runSinkConformance } from "rivet/testing"
+import { runSinkConformance } from "rivet-export/testing"
 import { afterAll } from "vitest"
 import folder from "../fixtures/folder-sink/index.js"
 
