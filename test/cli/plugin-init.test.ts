@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { pluginType, scaffoldPlugin } from "../../src/cli/plugin-init/scaffold.js"
+import { pluginType, scaffoldFiles, scaffoldPlugin } from "../../src/cli/plugin-init/scaffold.js"
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-plugin-init-"))
 afterAll(() => fs.rmSync(work, { recursive: true, force: true }))
@@ -28,6 +28,13 @@ describe("rivet plugin init", () => {
     expect(fs.readFileSync(path.join(dir, "src/index.ts"), "utf8")).toContain(`from "rivet-export/plugin"`)
     expect(fs.existsSync(path.join(dir, `test/${kind}.test.ts`))).toBe(true)
     expect(fs.existsSync(path.join(dir, "tsconfig.json"))).toBe(true)
+  })
+
+  it("docs/plugin-authoring.md shows the folder sink's files as the scaffold writes them", () => {
+    const guide = fs.readFileSync(path.resolve(import.meta.dirname, "../../docs/plugin-authoring.md"), "utf8")
+    const files = scaffoldFiles("rivet-sink-folder", "sink", "folder").filter(([file]) => file.endsWith(".ts"))
+    expect(files.length).toBe(5)
+    for (const [file, text] of files) expect(guide, file).toContain(`\`\`\`ts\n// ${file}\n${text}\`\`\``)
   })
 
   it("refuses a directory that is not empty, naming it, and writes nothing there", async () => {

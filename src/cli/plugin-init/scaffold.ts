@@ -4,16 +4,18 @@ import * as path from "node:path"
 import { ConfigError, describeCause } from "../../runtime/errors.js"
 import { formatSource, formatTest } from "./format-template.js"
 import { gitignore, packageJson, readme, tsconfigJson, type PluginKind } from "./package-template.js"
-import { sinkSource, sinkTest } from "./sink-template.js"
+import { sinkSources, sinkTest } from "./sink-template.js"
 import { sourceSource, sourceTest } from "./source-template.js"
 
 const PACKAGE_NAME = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/
 const TYPE_NAME = /^[a-z][a-z0-9_-]*$/
 
-const templates: Record<PluginKind, { source: (type: string) => string; test: (type: string) => string }> = {
-  sink: { source: sinkSource, test: sinkTest },
-  format: { source: formatSource, test: formatTest },
-  source: { source: sourceSource, test: sourceTest }
+type Files = ReadonlyArray<readonly [string, string]>
+
+const templates: Record<PluginKind, { sources: (type: string) => Files; test: (type: string) => string }> = {
+  sink: { sources: sinkSources, test: sinkTest },
+  format: { sources: (type) => [["src/index.ts", formatSource(type)]], test: formatTest },
+  source: { sources: (type) => [["src/index.ts", sourceSource(type)]], test: sourceTest }
 }
 
 /** The plugin's `type`: the package name without its scope and a leading `rivet-<kind>-` (`rivet-sink-folder` → `folder`). */
@@ -59,12 +61,12 @@ const checkDirectory = (dir: string) =>
   )
 
 /** The files of a standalone plugin package, by path relative to its directory. */
-export const scaffoldFiles = (name: string, kind: PluginKind, type: string): ReadonlyArray<readonly [string, string]> => [
+export const scaffoldFiles = (name: string, kind: PluginKind, type: string): Files => [
   ["package.json", packageJson(name, kind)],
   ["tsconfig.json", tsconfigJson],
   [".gitignore", gitignore],
   ["README.md", readme(name, kind, type)],
-  ["src/index.ts", templates[kind].source(type)],
+  ...templates[kind].sources(type),
   [`test/${kind}.test.ts`, templates[kind].test(type)]
 ]
 
