@@ -9,7 +9,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { defineSink, runExports, Sink, SinkDriver } from "rivet"
+import { defineSink, runExports, Sink, SinkDriver } from "rivet-export"
 
 /** A sink plugin plus the Map it writes into. */
 export const makeMapSink = () => {

@@ -4,7 +4,7 @@
  *
  *   DATABASE_URL=postgres://… npx tsx examples/export-from-code.ts
  */
-import { runExports, sqliteStateLayer } from "rivet"
+import { runExports, sqliteStateLayer } from "rivet-export"
 
 export const exportRecentOrders = async (databaseUrl: string, outputDir: string) => {
   const [orders] = await runExports({

@@ -7,7 +7,7 @@
  *   npm run build && DATABASE_URL=postgres://… npx tsx examples/transform-to-arrow.ts
  */
 import * as path from "node:path"
-import { type LoadedPlugin, mapRows, runExports } from "rivet"
+import { type LoadedPlugin, mapRows, runExports } from "rivet-export"
 
 /**
  * Per row: `total_cents` (int64, computed exactly from the decimal text — no floating point) and a size `band`.

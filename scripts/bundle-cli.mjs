@@ -1,6 +1,6 @@
 // Bundles the CLI (and the lanes worker it starts) into dist/bundle/: one module graph instead of ~1 500 files cuts
 // the CLI's start-up from ~0.75 s to ~0.3 s (loading and compiling modules dominates a short run). The library entry
-// points (`rivet`, `rivet/plugin`, `rivet/testing`) stay the unbundled tsc output in dist/.
+// points (`rivet-export`, `rivet-export/plugin`, `rivet-export/testing`) stay the unbundled tsc output in dist/.
 import { rename, rm } from "node:fs/promises"
 import process from "node:process"
 import { build } from "esbuild"

@@ -6,7 +6,7 @@
  *   node scripts/test-plugins.mjs --prepare DIR…  # only install (when needed) and build the given packages
  *
  * `npm ci` runs when a package's node_modules is missing or older than its package-lock.json. Prints one line
- * per plugin; exits non-zero if any failed. The plugins link the repository root (`rivet: file:../..`), so the
+ * per plugin; exits non-zero if any failed. The plugins link the repository root (`rivet-export: file:../..`), so the
  * root must be built first (`npm run build`).
  */
 import console from "node:console"

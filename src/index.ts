@@ -1,8 +1,8 @@
 /**
  * Rivet's public API: run exports from code, put your own step between source and format, and write your own
  * sources, formats and sinks. Importing this module never loads a cloud SDK; built-in plugins load on first use.
- * Plugin packages may import the lighter `rivet/plugin` (the contract only, re-exported here whole); tests import
- * `rivet/testing`.
+ * Plugin packages may import the lighter `rivet-export/plugin` (the contract only, re-exported here whole); tests import
+ * `rivet-export/testing`.
  */
 export { loadConfig, runExports, runExportsEffect, type ConfigInput, type RunExportsOptions } from "./api.js"
 export { defineConfig, type ExportInput, type LoadedPlugin, type RivetConfigInput } from "./config-input.js"

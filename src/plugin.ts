@@ -1,6 +1,6 @@
 /**
- * `rivet/plugin`: the plugin contract only — `defineSource` / `defineFormat` / `defineSink`, the driver tags, the
- * batch model and the tagged errors. A plugin package imports this entry (or `rivet`) and nothing else of Rivet;
+ * `rivet-export/plugin`: the plugin contract only — `defineSource` / `defineFormat` / `defineSink`, the driver tags, the
+ * batch model and the tagged errors. A plugin package imports this entry (or `rivet-export`) and nothing else of Rivet;
  * it loads neither the runtime nor any built-in plugin.
  */
 export {

@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config"
 
 export default defineConfig({
   resolve: {
-    // rivet/testing lives in the repo root and imports @effect/vitest and vitest from there. Without dedupe its
+    // rivet-export/testing lives in the repo root and imports @effect/vitest and vitest from there. Without dedupe its
     // describe/it would register with that second copy of vitest, and the conformance tests would silently vanish.
     dedupe: ["vitest", "@effect/vitest", "effect"]
   },

@@ -4,31 +4,32 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { createRequire } from "node:module"
 import { completionsCommand } from "./commands/completions.js"
 import { checkCommand } from "./commands/check.js"
 import { doctorCommand } from "./commands/doctor.js"
 import { initCommand } from "./commands/init.js"
 import { planCommand } from "./commands/plan.js"
+import { pluginCommand } from "./commands/plugin.js"
 import { pluginsCommand } from "./commands/plugins.js"
 import { runCommand } from "./commands/run.js"
 import { schemaCommand } from "./commands/schema.js"
 import { stateCommand } from "./commands/state.js"
 import { validateCommand } from "./commands/validate.js"
 import { ExitCode } from "./exit.js"
+import { manifest } from "./manifest.js"
 import { withPlainConsole } from "./plain-console.js"
 import { interruptedExitCode, recordSignals } from "./signals.js"
 
 // The pinned AWS SDK supports Node 20; its notice about *future* SDK releases is noise in every run's stderr.
 process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true"
 
-const { version } = createRequire(import.meta.url)("../../package.json") as { version: string }
+const { version } = manifest
 
 // The completions command describes the whole CLI, itself included, so it reads the root once it exists.
 const root: { command?: Command.Command<string, unknown, unknown, unknown> } = {}
 const rivet = Command.make("rivet").pipe(
   Command.withDescription("Export PostgreSQL tables to Parquet, CSV or NDJSON on local disk, stdout or S3."),
-  Command.withSubcommands([runCommand, planCommand, checkCommand, schemaCommand, initCommand, doctorCommand, pluginsCommand, stateCommand, validateCommand, completionsCommand(() => root.command!)])
+  Command.withSubcommands([runCommand, planCommand, checkCommand, schemaCommand, initCommand, doctorCommand, pluginsCommand, pluginCommand, stateCommand, validateCommand, completionsCommand(() => root.command!)])
 )
 root.command = rivet as Command.Command<string, unknown, unknown, unknown>
 

@@ -34,7 +34,7 @@ const apiVersionProblem = (plugin: AnyPlugin): { readonly message: string; reado
   if (version === undefined) {
     return {
       message: "has no apiVersion: it was not made with defineSource / defineFormat / defineSink",
-      hint: "wrap the plugin value in defineSink({...}) (or defineSource / defineFormat) from 'rivet/plugin'"
+      hint: "wrap the plugin value in defineSink({...}) (or defineSource / defineFormat) from 'rivet-export/plugin'"
     }
   }
   if (typeof version !== "number" || !Number.isInteger(version) || version < 0) {
@@ -99,7 +99,7 @@ const loadThirdParty = (specifier: string, index: number, configDir: string) =>
           new ConfigError({
             path: `plugins[${index}]`,
             message: `plugin '${specifier}' ${problem}`,
-            hint: "the module must `export default defineSink({...})` (or defineSource / defineFormat) from 'rivet/plugin'"
+            hint: "the module must `export default defineSink({...})` (or defineSource / defineFormat) from 'rivet-export/plugin'"
           })
         )
       }

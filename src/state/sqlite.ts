@@ -1,10 +1,11 @@
-import Database from "better-sqlite3"
+import type Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describeCause, StateError } from "../runtime/errors.js"
+import { installCommand, isPackageMissing } from "../runtime/optional-packages.js"
 import { migrate } from "./migrations.js"
 import type { SqlBackend, SqlExecutor, SqlRow, SqlValue } from "./sql.js"
 import { retryingBackend } from "./retrying.js"
@@ -68,9 +69,22 @@ export const toStateError = (file: string, cause: unknown): StateError => {
   return new StateError({ message: `state file ${file}: ${reason}`, hint: READ_ONLY_HINT })
 }
 
+/** better-sqlite3 is an optional peer dependency: loaded on first use, with what to do when it is not installed. */
+const loadSqlite = (file: string): Effect.Effect<typeof Database, StateError> =>
+  Effect.tryPromise({
+    try: () => import("better-sqlite3").then((module) => module.default),
+    catch: (cause) =>
+      isPackageMissing(cause, "better-sqlite3")
+        ? new StateError({
+            message: `the SQLite state file ${file} needs the optional package better-sqlite3, which is not installed`,
+            hint: `install it with \`${installCommand("better-sqlite3")}\`, or keep the state in PostgreSQL with RIVET_STATE_URL=postgres://…`
+          })
+        : toStateError(file, cause)
+  })
+
 /** Opens (creating when absent) the database file, with the checks that give a clear message on read-only mounts. */
 const openDatabase = (file: string): Effect.Effect<Database.Database, StateError> =>
-  Effect.try({
+  Effect.flatMap(loadSqlite(file), (Database) => Effect.try({
     try: () => {
       if (file !== MEMORY && !fs.existsSync(file)) {
         const dir = path.dirname(path.resolve(file))
@@ -89,7 +103,7 @@ const openDatabase = (file: string): Effect.Effect<Database.Database, StateError
       return db
     },
     catch: (cause) => toStateError(file, cause)
-  })
+  }))
 
 const toParams = (params: ReadonlyArray<SqlValue> | undefined): Array<SqlValue> => (params ? [...params] : [])
 

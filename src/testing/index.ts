@@ -1,5 +1,5 @@
 /**
- * `rivet/testing`: the kit for plugin authors — the sink conformance suite (for vitest) and an in-memory
+ * `rivet-export/testing`: the kit for plugin authors — the sink conformance suite (for vitest) and an in-memory
  * source and sink for tests and examples.
  */
 export { runSinkConformance, sinkConformanceCases } from "./sink-conformance.js"

@@ -39,10 +39,10 @@ const modulesLoadedBy = (specifier: string): ReadonlyArray<string> => {
 const awsModules = (urls: ReadonlyArray<string>) => urls.filter((url) => url.includes("/@aws-sdk/") || url.includes("/@smithy/"))
 
 describe("package entry points (dist, after npm run build)", () => {
-  // rivet/testing is left out: it imports vitest, which only loads inside a vitest run.
+  // rivet-export/testing is left out: it imports vitest, which only loads inside a vitest run.
   it.each([
-    ["rivet", "/dist/index.js"],
-    ["rivet/plugin", "/dist/plugin.js"]
+    ["rivet-export", "/dist/index.js"],
+    ["rivet-export/plugin", "/dist/plugin.js"]
   ])("importing %s never loads the AWS SDK", (specifier, entry) => {
     const urls = modulesLoadedBy(specifier)
     expect(urls.some((url) => url.endsWith(entry))).toBe(true)
@@ -53,8 +53,8 @@ describe("package entry points (dist, after npm run build)", () => {
     expect(awsModules(modulesLoadedBy(path.join(ROOT, "dist/sinks/s3/index.js"))).length).toBeGreaterThan(0)
   })
 
-  it("rivet/plugin loads the contract only: no runtime pipeline, no built-in plugin, no database driver", () => {
-    const urls = modulesLoadedBy("rivet/plugin")
+  it("rivet-export/plugin loads the contract only: no runtime pipeline, no built-in plugin, no database driver", () => {
+    const urls = modulesLoadedBy("rivet-export/plugin")
     expect(urls.filter((url) => /\/dist\/(runtime\/(pipeline|run)|sinks|formats|sources|registry)\b/.test(url))).toEqual([])
     expect(urls.filter((url) => url.includes("/node_modules/postgres/"))).toEqual([])
   })

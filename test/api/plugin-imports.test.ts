@@ -1,4 +1,4 @@
-/** Plugin packages reach Rivet through its contract only: their sources import `rivet/plugin`, never `rivet` or its files. */
+/** Plugin packages reach Rivet through its contract only: their sources import `rivet-export/plugin`, never `rivet-export` or its files. */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
@@ -12,9 +12,9 @@ const sourceFiles = (dir: string): Array<string> =>
     return /\.(ts|mts|js|mjs)$/.test(entry.name) ? [file] : []
   })
 
-/** Every module specifier of `rivet` or below it in a file: `import … from`, `export … from`, `import()`. */
+/** Every module specifier of `rivet-export` or below it in a file: `import … from`, `export … from`, `import()`. */
 const rivetImports = (text: string): Array<string> =>
-  [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)["'](rivet(?:\/[^"']*)?)["']/g)].map((match) => match[1]!)
+  [...text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)["'](rivet-export(?:\/[^"']*)?)["']/g)].map((match) => match[1]!)
 
 const pluginSources = fs
   .readdirSync(PLUGINS, { withFileTypes: true })
@@ -27,22 +27,22 @@ describe("plugin packages", () => {
   })
 
   it.each(pluginSources.map((file) => [path.relative(PLUGINS, file), file]))(
-    "%s imports Rivet only as rivet/plugin",
+    "%s imports Rivet only as rivet-export/plugin",
     (_name, file) => {
-      const wrong = rivetImports(fs.readFileSync(file, "utf8")).filter((specifier) => specifier !== "rivet/plugin")
+      const wrong = rivetImports(fs.readFileSync(file, "utf8")).filter((specifier) => specifier !== "rivet-export/plugin")
       expect(wrong).toEqual([])
     }
   )
 
-  it("the check catches `rivet`, `rivet/testing` and deep imports", () => {
+  it("the check catches `rivet-export`, `rivet-export/testing` and deep imports", () => {
     const text = [
-      'import { defineSink } from "rivet"',
-      "import type { SinkError } from 'rivet/testing'",
-      'export { x } from "rivet/dist/runtime/plugin.js"',
-      'const m = await import("rivet")',
-      'import { Sink } from "rivet/plugin"',
+      'import { defineSink } from "rivet-export"',
+      "import type { SinkError } from 'rivet-export/testing'",
+      'export { x } from "rivet-export/dist/runtime/plugin.js"',
+      'const m = await import("rivet-export")',
+      'import { Sink } from "rivet-export/plugin"',
       'import { other } from "rivet-extra"'
     ].join("\n")
-    expect(rivetImports(text)).toEqual(["rivet", "rivet/testing", "rivet/dist/runtime/plugin.js", "rivet", "rivet/plugin"])
+    expect(rivetImports(text)).toEqual(["rivet-export", "rivet-export/testing", "rivet-export/dist/runtime/plugin.js", "rivet-export", "rivet-export/plugin"])
   })
 })

@@ -232,7 +232,7 @@ describe("public API types", () => {
 })
 
 describe("public API values", () => {
-  it("rivet/plugin exports the contract and nothing of the runtime", () => {
+  it("rivet-export/plugin exports the contract and nothing of the runtime", () => {
     expect(Object.keys(pluginEntry).sort()).toEqual([
       "ByteSize",
       "ConfigError",
@@ -264,7 +264,7 @@ describe("public API values", () => {
     ])
   })
 
-  it("rivet keeps every runtime export (additions are fine; a removal breaks users) and includes rivet/plugin", () => {
+  it("rivet keeps every runtime export (additions are fine; a removal breaks users) and includes rivet-export/plugin", () => {
     const exported = Object.keys(mainEntry)
     expect(exported).toEqual(
       expect.arrayContaining([

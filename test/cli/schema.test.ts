@@ -7,11 +7,11 @@ import { runCli } from "../support/cli.js"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 
-// The plugin module lives inside the repository (in the git-ignored .rivet/) so that it resolves `rivet/plugin` and
+// The plugin module lives inside the repository (in the git-ignored .rivet/) so that it resolves `rivet-export/plugin` and
 // `effect` like an installed plugin package would; the config lives in a temp directory and names it by path.
 const PLUGIN = `import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { defineSink } from "rivet/plugin"
+import { defineSink } from "rivet-export/plugin"
 
 export default defineSink({
   type: "tape",

@@ -1,31 +1,21 @@
-/** The sink written step by step in docs/plugin-authoring.md (test/fixtures/folder-sink) passes the conformance suite. */
+/**
+ * The sink written step by step in docs/plugin-authoring.md — what `rivet plugin init rivet-sink-folder` writes —
+ * passes the conformance suite: this file runs the scaffold's own test (test/sink.test.ts) on its sources.
+ */
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
-import { runSinkConformance } from "rivet/testing"
 import { afterAll } from "vitest"
-import folder from "../fixtures/folder-sink/index.js"
+import { scaffoldFiles } from "../../src/cli/plugin-init/scaffold.js"
 
-const root = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-folder-"))
-const layerFor = (dir: string) =>
-  folder.make(Effect.runSync(Schema.decodeUnknown(folder.config)({ root: dir, block_size: 64 * 1024 })), {
-    configDir: process.cwd(),
-    env: {}
-  })
+// Inside the repository (the git-ignored .rivet/), the scaffold's files resolve rivet-export, its /plugin and
+// /testing entries, effect and vitest like an installed plugin package does.
+const pluginDir = path.resolve(import.meta.dirname, "../../.rivet/folder-sink-guide")
+fs.rmSync(pluginDir, { recursive: true, force: true })
+for (const [file, text] of scaffoldFiles("rivet-sink-folder", "sink", "folder")) {
+  fs.mkdirSync(path.dirname(path.join(pluginDir, file)), { recursive: true })
+  fs.writeFileSync(path.join(pluginDir, file), text)
+}
+afterAll(() => fs.rmSync(pluginDir, { recursive: true, force: true }))
 
-const walk = (dir: string, prefix = ""): Array<string> =>
-  fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? walk(path.join(dir, entry.name), `${prefix}${entry.name}/`) : [`${prefix}${entry.name}`]
-  )
-
-afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
-
-runSinkConformance("folder sink (docs/plugin-authoring.md)", {
-  makeLayer: () => layerFor(root),
-  readBack: async (key) => (fs.existsSync(path.join(root, key)) ? new Uint8Array(fs.readFileSync(path.join(root, key))) : undefined),
-  listKeys: async () => walk(root),
-  missingDestinationLayer: () => layerFor(path.join(root, "does-not-exist")),
-  blockCount: 4
-})
+// Importing the test module registers its suite (and its check that the suite registered) in this file.
+await import(path.join(pluginDir, "test/sink.test.ts"))

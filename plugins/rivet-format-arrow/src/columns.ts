@@ -1,5 +1,5 @@
 import { makeData, type Data, type DataType } from "apache-arrow"
-import type { BinaryData, ColumnData, FixedData, LogicalType } from "rivet/plugin"
+import type { BinaryData, ColumnData, FixedData, LogicalType } from "rivet-export/plugin"
 import { arrowType, decimalBitWidth } from "./types.js"
 
 // ignoreBOM: a text that starts with U+FEFF keeps it (the default decoder drops it).

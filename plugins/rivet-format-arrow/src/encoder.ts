@@ -1,5 +1,5 @@
 import { AsyncByteQueue, makeData, RecordBatch, RecordBatchFileWriter, Struct, type Schema } from "apache-arrow"
-import type { Batch, BatchSchema } from "rivet/plugin"
+import type { Batch, BatchSchema } from "rivet-export/plugin"
 import { columnData } from "./columns.js"
 import { arrowSchema } from "./types.js"
 

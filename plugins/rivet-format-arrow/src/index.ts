@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { defineFormat, FormatDriver, FormatError, type BatchSchema, type FormatDriverShape, type PartEncoder } from "rivet/plugin"
+import { defineFormat, FormatDriver, FormatError, type BatchSchema, type FormatDriverShape, type PartEncoder } from "rivet-export/plugin"
 import { makeArrowEncoder } from "./encoder.js"
 import { typeProblem } from "./types.js"
 

@@ -1,5 +1,5 @@
 import { Binary, Bool, DateDay, Decimal, Field, Float32, Float64, Int16, Int32, Int64, List, Schema, TimeMicrosecond, TimestampMicrosecond, Utf8, type DataType } from "apache-arrow"
-import { formatLogicalType, type BatchSchema, type LogicalType } from "rivet/plugin"
+import { formatLogicalType, type BatchSchema, type LogicalType } from "rivet-export/plugin"
 
 /** Decimal256 holds 76 digits; Decimal128 (38 digits) is used whenever it is enough, as most readers expect. */
 export const MAX_DECIMAL_PRECISION = 76

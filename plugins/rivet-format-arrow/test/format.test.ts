@@ -1,5 +1,5 @@
 import { TimeUnit, Type, type Decimal, type Timestamp } from "apache-arrow"
-import { FormatError, type LogicalType, type Value } from "rivet/plugin"
+import { FormatError, type LogicalType, type Value } from "rivet-export/plugin"
 import { describe, expect, it } from "vitest"
 import { decodeData, readArrow } from "./read-arrow.js"
 import { encodeError, encodePart, tableOf } from "./support.js"

@@ -1,5 +1,5 @@
 import { tableFromIPC, type Data } from "apache-arrow"
-import type { LogicalType, Value } from "rivet/plugin"
+import type { LogicalType, Value } from "rivet-export/plugin"
 
 const text = new TextDecoder()
 

@@ -1,9 +1,9 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { runExports } from "rivet"
-import type { LogicalType } from "rivet/plugin"
-import { memorySink, memorySource } from "rivet/testing"
+import { runExports } from "rivet-export"
+import type { LogicalType } from "rivet-export/plugin"
+import { memorySink, memorySource } from "rivet-export/testing"
 import { afterEach, describe, expect, it } from "vitest"
 import { readArrow } from "./read-arrow.js"
 

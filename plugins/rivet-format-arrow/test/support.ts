@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import { FormatDriver, makeBatch, type Batch, type BatchSchema, type FormatError, type LogicalType, type Value } from "rivet/plugin"
+import { FormatDriver, makeBatch, type Batch, type BatchSchema, type FormatError, type LogicalType, type Value } from "rivet-export/plugin"
 import arrow from "../src/index.js"
 
 /** The plugin's own driver, built the way Rivet builds it (config decoded, `make` called). */

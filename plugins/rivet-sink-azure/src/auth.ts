@@ -6,7 +6,7 @@ import {
 } from "@azure/storage-blob"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
-import { SinkError, type PluginContext } from "rivet/plugin"
+import { SinkError, type PluginContext } from "rivet-export/plugin"
 import { accountNameFromUrl, cleartextProblem, displayUrl } from "./account-url.js"
 import type { AzureConfig } from "./config.js"
 

@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { ByteSize, Sink } from "rivet/plugin"
+import { ByteSize, Sink } from "rivet-export/plugin"
 import { accountNameFromUrl, accountNameProblem, accountUrlProblem, cleartextProblem } from "./account-url.js"
 
 const MiB = 1024 ** 2

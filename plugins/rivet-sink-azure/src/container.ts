@@ -1,6 +1,6 @@
 import type { ContainerClient } from "@azure/storage-blob"
 import * as Effect from "effect/Effect"
-import type { SinkError } from "rivet/plugin"
+import type { SinkError } from "rivet-export/plugin"
 import type { AzureService } from "./auth.js"
 import type { AzureConfig } from "./config.js"
 import { toSinkError } from "./errors.js"

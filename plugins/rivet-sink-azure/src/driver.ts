@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { Sink, type PluginContext, type SinkError, type SinkDriverShape, type SinkOperation, type StoredObject } from "rivet/plugin"
+import { Sink, type PluginContext, type SinkError, type SinkDriverShape, type SinkOperation, type StoredObject } from "rivet-export/plugin"
 import { makeService } from "./auth.js"
 import type { AzureConfig } from "./config.js"
 import { bindContainer, type AzureContainer } from "./container.js"

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from "node:http"
-import { SinkError, type SinkErrorReason } from "rivet/plugin"
+import { SinkError, type SinkErrorReason } from "rivet-export/plugin"
 import type { AuthSource } from "./auth.js"
 
 /** What a failed Azure call was doing, for the message and the hint. */

@@ -1,5 +1,5 @@
 import * as Layer from "effect/Layer"
-import { defineSink, SinkDriver } from "rivet/plugin"
+import { defineSink, SinkDriver } from "rivet-export/plugin"
 import { AzureConfig } from "./config.js"
 import { makeAzureDriver } from "./driver.js"
 

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import * as Effect from "effect/Effect"
-import type { RawUpload } from "rivet/plugin"
+import type { RawUpload } from "rivet-export/plugin"
 import type { AzureContainer } from "./container.js"
 
 /** Azure's limit on the committed blocks of one block blob. */

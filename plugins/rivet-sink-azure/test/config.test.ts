@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { loadConfig, type RivetConfigInput } from "rivet"
+import { loadConfig, type RivetConfigInput } from "rivet-export"
 import { describe, expect, it } from "vitest"
 import plugin from "../src/index.js"
 

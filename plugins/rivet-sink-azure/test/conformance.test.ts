@@ -1,5 +1,5 @@
 import type { BlockBlobClient, ContainerClient } from "@azure/storage-blob"
-import { runSinkConformance } from "rivet/testing"
+import { runSinkConformance } from "rivet-export/testing"
 import { beforeAll, expect, it } from "vitest"
 import { adminClient, createContainer, keyAuth, layerFor, uniqueName } from "./support/sink.js"
 
@@ -39,7 +39,7 @@ runSinkConformance("azure sink conformance (Azurite)", {
   timeout: 60_000
 })
 
-// rivet/testing registers its tests through @effect/vitest: if that resolved to another copy of vitest than the
+// rivet-export/testing registers its tests through @effect/vitest: if that resolved to another copy of vitest than the
 // one running this file, the suite above would register nothing and this file would pass with no conformance test.
 it("the conformance suite registered its tests with this vitest", ({ task }) => {
   const suite = task.file.tasks.find((candidate) => candidate.name === "azure sink conformance (Azurite)")

