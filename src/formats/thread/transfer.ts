@@ -34,6 +34,12 @@ export const transferable = (columns: ReadonlyArray<ColumnData>): Transferable =
     transfer.add(copy.buffer as ArrayBuffer)
     return copy
   }
+  type Values = Extract<ColumnData, { readonly values: unknown }>
+  const withValues = <D extends Values>(data: D, validity: Uint8Array | undefined): D => ({
+    ...data,
+    validity,
+    values: own<D["values"]>(data.values)
+  })
   const column = (data: ColumnData): ColumnData => {
     const validity = data.validity === undefined ? undefined : own(data.validity)
     switch (data.layout) {
@@ -44,17 +50,12 @@ export const transferable = (columns: ReadonlyArray<ColumnData>): Transferable =
       case "list":
         return { ...data, validity, offsets: own(data.offsets), child: column(data.child) }
       case "int16":
-        return { ...data, validity, values: own(data.values) }
       case "int32":
-        return { ...data, validity, values: own(data.values) }
       case "int64":
-        return { ...data, validity, values: own(data.values) }
       case "float32":
-        return { ...data, validity, values: own(data.values) }
       case "float64":
-        return { ...data, validity, values: own(data.values) }
       case "bool":
-        return { ...data, validity, values: own(data.values) }
+        return withValues(data, validity)
     }
   }
   return { columns: columns.map(column), transfer: [...transfer] }
