@@ -5,16 +5,17 @@ import { existsSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { fileURLToPath } from "node:url"
 import { Worker } from "node:worker_threads"
-import type { Batch, BatchSchema, ColumnData } from "../../runtime/batch.js"
+import type { Batch, BatchSchema } from "../../runtime/batch.js"
 import { describeCause, FormatError } from "../../runtime/errors.js"
 import type { PartEncoder, PartInfo } from "../../runtime/plugin.js"
 import type { EncoderInit, FromEncoder, ToEncoder } from "./protocol.js"
+import { AlreadyHandedOver, transferable } from "./transfer.js"
 
 /**
  * Parts encoded on a thread of the export's own: the reading thread decodes the source's rows into batches while
- * the encoder thread turns the previous ones into bytes, so an export uses a second core. Batches are copied into
- * buffers of their own and transferred; at most `IN_FLIGHT` of a part's batches wait for the encoder, which bounds
- * memory and lets backpressure reach the source.
+ * the encoder thread turns the previous ones into bytes, so an export uses a second core. A batch's buffers are
+ * transferred, without a copy where a builder made them for it alone (transfer.ts); at most `IN_FLIGHT` of a part's
+ * batches wait for the encoder, which bounds memory and lets backpressure reach the source.
  */
 const WORKER_URL = new URL("./encoder-worker.js", import.meta.url)
 const IN_FLIGHT = 1
@@ -32,36 +33,6 @@ const YOUNG_GENERATION_MB = 8
  */
 export const encoderThreadWanted = (env: Readonly<Record<string, string | undefined>>): boolean =>
   env["RIVET_ENCODER_THREAD"] !== "0" && availableParallelism() > 1 && existsSync(fileURLToPath(WORKER_URL))
-
-/** A column's buffers copied into ArrayBuffers of its own (a batch's buffers may be views into shared ones). */
-const ownedCopy = (data: ColumnData, buffers: Array<ArrayBuffer>): ColumnData => {
-  const own = <T extends { slice: () => T; buffer: ArrayBufferLike }>(array: T): T => {
-    const copy = array.slice()
-    buffers.push(copy.buffer as ArrayBuffer)
-    return copy
-  }
-  const validity = data.validity === undefined ? undefined : own(data.validity)
-  switch (data.layout) {
-    case "fixed":
-      return { ...data, validity, data: own(data.data) }
-    case "binary":
-      return { ...data, validity, offsets: own(data.offsets), data: own(data.data) }
-    case "list":
-      return { ...data, validity, offsets: own(data.offsets), child: ownedCopy(data.child, buffers) }
-    case "int16":
-      return { ...data, validity, values: own(data.values) }
-    case "int32":
-      return { ...data, validity, values: own(data.values) }
-    case "int64":
-      return { ...data, validity, values: own(data.values) }
-    case "float32":
-      return { ...data, validity, values: own(data.values) }
-    case "float64":
-      return { ...data, validity, values: own(data.values) }
-    case "bool":
-      return { ...data, validity, values: own(data.values) }
-  }
-}
 
 interface EncoderThread {
   readonly worker: Worker
@@ -161,9 +132,16 @@ export const makeEncoderThread = (init: EncoderInit, scope: Scope.Scope): Thread
         write: (batch: Batch) =>
           Effect.gen(function* () {
             if (failure !== undefined) return yield* Effect.fail(failure)
-            const buffers: Array<ArrayBuffer> = []
-            const columns = batch.columns.map((data) => ownedCopy(data, buffers))
-            yield* post({ _tag: "Write", part, columns, rowCount: batch.rowCount }, buffers)
+            const { columns, transfer } = yield* Effect.try({
+              try: () => transferable(batch.columns),
+              catch: (cause) =>
+                new FormatError({
+                  format: init.format,
+                  message: cause instanceof AlreadyHandedOver ? cause.message : `could not hand a batch to the encoder thread: ${describeCause(cause)}`,
+                  hint: "a transform must emit each batch once; copy the columns of a batch it emits again"
+                })
+            })
+            yield* post({ _tag: "Write", part, columns, rowCount: batch.rowCount }, transfer)
             waiting++
             return yield* collect(IN_FLIGHT)
           }),

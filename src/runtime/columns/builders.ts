@@ -1,10 +1,12 @@
 import type { BinaryData, BoolData, ColumnData, FixedData, ListData } from "./data.js"
+import { madeForOneColumn } from "./ownership.js"
 
 /**
  * Builders fill the buffers of one column (see `ColumnData`), growing them by doubling. They are the low-level
  * interface sources decode into: `slot()` hands out the byte offset of the next fixed-width value so a decoder can
  * copy wire bytes straight in; `BinaryBuilder.reserve`/`commit` does the same for variable-width values.
- * `finish()` returns views trimmed to the rows appended; a builder is not used after it.
+ * `finish()` returns views trimmed to the rows appended, each over a buffer of its own (marked in ownership.ts, so the
+ * encoder thread can transfer it); a builder is not used after it.
  */
 
 const grow = (bytes: Uint8Array<ArrayBuffer>, needed: number): Uint8Array<ArrayBuffer> => {
@@ -39,7 +41,7 @@ class Validity {
   finish(length: number): Uint8Array | undefined {
     if (this.bits === undefined) return undefined
     const bytes = (length + 7) >>> 3
-    const out = growFilled(this.bits, bytes).slice(0, bytes)
+    const out = madeForOneColumn(growFilled(this.bits, bytes).slice(0, bytes))
     // Bits past the last row are zero, as Arrow expects.
     if ((length & 7) !== 0) out[bytes - 1]! &= (1 << (length & 7)) - 1
     return out
@@ -131,15 +133,15 @@ export class NumberBuilder {
     const base = { length, nullCount: this.validity.nullCount, validity: this.validity.finish(length) }
     switch (this.layout) {
       case "int16":
-        return { ...base, layout: "int16", values: new Int16Array(buffer) }
+        return { ...base, layout: "int16", values: madeForOneColumn(new Int16Array(buffer)) }
       case "int32":
-        return { ...base, layout: "int32", values: new Int32Array(buffer) }
+        return { ...base, layout: "int32", values: madeForOneColumn(new Int32Array(buffer)) }
       case "int64":
-        return { ...base, layout: "int64", values: new BigInt64Array(buffer) }
+        return { ...base, layout: "int64", values: madeForOneColumn(new BigInt64Array(buffer)) }
       case "float32":
-        return { ...base, layout: "float32", values: new Float32Array(buffer) }
+        return { ...base, layout: "float32", values: madeForOneColumn(new Float32Array(buffer)) }
       case "float64":
-        return { ...base, layout: "float64", values: new Float64Array(buffer) }
+        return { ...base, layout: "float64", values: madeForOneColumn(new Float64Array(buffer)) }
     }
   }
 }
@@ -169,7 +171,7 @@ export class BoolBuilder {
       length,
       nullCount: this.validity.nullCount,
       validity: this.validity.finish(length),
-      values: this.bits.slice(0, (length + 7) >>> 3)
+      values: madeForOneColumn(this.bits.slice(0, (length + 7) >>> 3))
     }
   }
 }
@@ -210,7 +212,7 @@ export class FixedBuilder {
       length,
       nullCount: this.validity.nullCount,
       validity: this.validity.finish(length),
-      data: this.bytes.slice(0, length * this.width)
+      data: madeForOneColumn(this.bytes.slice(0, length * this.width))
     }
   }
 }
@@ -270,8 +272,8 @@ export class BinaryBuilder {
       length,
       nullCount: this.validity.nullCount,
       validity: this.validity.finish(length),
-      offsets: this.offsets.slice(0, length + 1),
-      data: this.data.slice(0, this.end)
+      offsets: madeForOneColumn(this.offsets.slice(0, length + 1)),
+      data: madeForOneColumn(this.data.slice(0, this.end))
     }
   }
 }
@@ -303,7 +305,7 @@ export class ListBuilder<Child extends { readonly length: number; finish(): Colu
       length,
       nullCount: this.validity.nullCount,
       validity: this.validity.finish(length),
-      offsets: this.offsets.slice(0, length + 1),
+      offsets: madeForOneColumn(this.offsets.slice(0, length + 1)),
       child: this.child.finish()
     }
   }
