@@ -10,7 +10,7 @@ import { connectionLost } from "./session.js"
  * `COPY … TO STDOUT` on an export's transaction, read through postgres.js 3.4.9's `.readable()`: every CopyData
  * payload is handed to `onChunk` synchronously, in order, as the socket delivers it (no copy, no per-chunk promise).
  *
- * Two hazards of that stream are handled here (pinned by test/sources/postgres/copy-stream.test.ts):
+ * Four hazards of that stream are handled here (pinned by test/sources/postgres/copy-stream.test.ts):
  * 1. The stream is handed over by resolving the query's promise. A COPY failing on its first row sends its
  *    ErrorResponse in the same socket read as the CopyOutResponse: postgres.js destroys the stream at once, and its
  *    'error' event — emitted from `process.nextTick`, which runs before promise callbacks — would find no listener
@@ -23,6 +23,8 @@ import { connectionLost } from "./session.js"
  *    (postgres.js' `read() { socket.resume() }`).
  * 3. The hand-over also marks the query inactive, and `cancel()` of an inactive query only waits for it to become
  *    active: it is marked active again, so closing the scope mid-stream sends a real cancel request.
+ * 4. `query.cancel()` does not return the cancel request's promise, so the request is awaited through the pool's own
+ *    canceller (`sendCancel`) before the connection can run anything else.
  */
 export interface CopyOut {
   /** Stops delivering chunks (and, through backpressure, reading the socket) until `resume`. */
@@ -47,7 +49,25 @@ export class CopyEndedEarly extends Error {
   }
 }
 
-type HookedQuery = postgres.PendingQuery<postgres.Row[]> & { resolve: (value: unknown) => void; active: boolean }
+type HookedQuery = postgres.PendingQuery<postgres.Row[]> & {
+  resolve: (value: unknown) => void
+  active: boolean
+  /** postgres.js' pool function that sends the cancel request; its promise settles once the server took it. */
+  canceller?: ((query: unknown) => Promise<void>) | null
+}
+
+/**
+ * Sends the cancel request for `query` and resolves once the server has taken it (the request's connection closed).
+ * postgres.js 3.4.9's `query.cancel()` returns null, not that promise: not waiting for it, a COPY that ends by itself
+ * meanwhile frees its connection with the request still on its way, and the request then cancels the connection's
+ * next statement — another unit's (hazard 4).
+ */
+const sendCancel = (query: HookedQuery): Promise<void> => {
+  const canceller = query.canceller
+  if (typeof canceller !== "function") return Promise.resolve()
+  query.canceller = null
+  return canceller(query)
+}
 
 /** How often a COPY that is being stopped checks whether its connection is still there. */
 const LOST_POLL_MS = 250
@@ -169,7 +189,7 @@ export const startCopyOut = (
     if (!over) {
       if (await connectionLost(sql)) return
       // Resolves once the server took the cancel request; the COPY then ends with 57014 (or had already ended).
-      await untilSettledOrLost(Promise.resolve(query.cancel() as unknown))
+      await untilSettledOrLost(sendCancel(query))
       await untilSettledOrLost(started)
     }
     stream?.resume()

@@ -123,6 +123,21 @@ describe("copy-stream", () => {
     expect(row?.one).toBe(1)
   })
 
+  it("the pool's canceller, which cancelling awaits, settles once the server took the request (hazard 4)", { timeout: 15000 }, async () => {
+    // postgres.js' query.cancel() returns null; copy-stream awaits the promise of the pool's canceller instead.
+    const query = pool.unsafe("SELECT pg_sleep(5)")
+    const outcome = query.then(
+      () => "finished",
+      (error: { code?: string }) => error.code
+    )
+    await sleep(200)
+    const { canceller } = query as unknown as { canceller?: (query: unknown) => unknown }
+    const request = canceller?.(query)
+    expect(request).toBeInstanceOf(Promise)
+    await request
+    expect(await outcome).toBe("57014")
+  })
+
   it("closing the scope while the COPY has not answered yet cancels it", { timeout: 15000 }, async () => {
     const started = Date.now()
     const fiber = Effect.runFork(
