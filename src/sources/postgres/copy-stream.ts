@@ -63,6 +63,12 @@ type HookedQuery = postgres.PendingQuery<postgres.Row[]> & {
  * next statement — another unit's (hazard 4).
  */
 const sendCancel = (query: HookedQuery): Promise<void> => {
+  // Not running: over (nothing to cancel), or queued behind another statement, which postgres.js cancels once it
+  // starts. Its canceller would then settle only when the query becomes active — for a finished one, never.
+  if (!query.active) {
+    query.cancel()
+    return Promise.resolve()
+  }
   const canceller = query.canceller
   if (typeof canceller !== "function") return Promise.resolve()
   query.canceller = null
