@@ -116,7 +116,7 @@ afterAll(async () => {
 describe("rivet run → s3", () => {
   it("exports 1,000,000 rows to one Parquet object with manifest.json and _SUCCESS, every row exact", async () => {
     const config = configFile([
-      { name: "orders", table: TABLE, format: "parquet", destination: s3Destination(server, BUCKET, { prefix: "exports/daily" }) }
+      { name: "s3_orders", table: TABLE, format: "parquet", destination: s3Destination(server, BUCKET, { prefix: "exports/daily" }) }
     ])
     const run = await runLogged(server, ["run", "-c", config], env)
     expect(run.stderr).toMatch(/status:\s+success/)
@@ -125,9 +125,9 @@ describe("rivet run → s3", () => {
     const keys = (await server.listObjects(BUCKET, "exports/")).map((object) => object.key).sort()
     expect(keys).toHaveLength(4)
     expect(keys[0]).toBe("exports/daily/_SUCCESS")
-    expect(keys[1]).toMatch(/^exports\/daily\/_manifests\/orders_\d{8}T\d{6}\.\d{3}\.json$/)
+    expect(keys[1]).toMatch(/^exports\/daily\/_manifests\/s3_orders_\d{8}T\d{6}\.\d{3}\.json$/)
     expect(keys[2]).toBe("exports/daily/manifest.json")
-    expect(keys[3]).toMatch(/^exports\/daily\/orders_\d{8}_\d{6}_\d{3}\.parquet$/)
+    expect(keys[3]).toMatch(/^exports\/daily\/s3_orders_\d{8}_\d{6}_\d{3}\.parquet$/)
     const dataKey = keys[3]!
 
     const manifest = await expectCommitted(server, BUCKET, "exports/daily/")
@@ -162,14 +162,14 @@ describe("rivet run → s3", () => {
   it("max_file_size splits the export into contiguous _part0.._partN objects, each listed once in the manifest", async () => {
     const prefix = "exports/split/"
     const destination = s3Destination(server, BUCKET, { prefix, part_size: "5MiB" })
-    const config = configFile([{ name: "orders", table: TABLE, max_file_size: "4MiB", destination }])
+    const config = configFile([{ name: "s3_orders", table: TABLE, max_file_size: "4MiB", destination }])
     const run = await runLogged(server, ["run", "-c", config], env)
     expect(run.stderr).toMatch(/status:\s+success/)
     expect(run.code).toBe(0)
 
     const objects = await server.listObjects(BUCKET, prefix)
     const data = objects.flatMap((object) => {
-      const match = /^exports\/split\/(orders_\d{8}_\d{6}_\d{3})_part(\d+)\.parquet$/.exec(object.key)
+      const match = /^exports\/split\/(s3_orders_\d{8}_\d{6}_\d{3})_part(\d+)\.parquet$/.exec(object.key)
       return match ? [{ ...object, stem: match[1]!, part: Number(match[2]) }] : []
     })
     expect(objects).toHaveLength(data.length + 3) // manifest.json, _SUCCESS and the kept manifest
