@@ -5,8 +5,8 @@ import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { Batch, BatchSchema, LogicalType } from "./batch.js"
-import type { ConfigError, FormatError, RivetError, SinkError, SourceError } from "./errors.js"
-import type { Discovery } from "./init/model.js"
+import type { FormatError, RivetError, SinkError, SourceError } from "./errors.js"
+import type { SourceDiscovery } from "./init/discovery.js"
 
 /**
  * The plugin contract. A plugin is a plain value made with `defineSource` / `defineFormat` / `defineSink`;
@@ -45,6 +45,8 @@ interface PluginBase<Kind extends string, C, I, T extends string> {
   /** One line for `rivet plugins` and docs. */
   readonly description?: string
 }
+
+export type { DiscoverRequest, SourceDiscovery } from "./init/discovery.js"
 
 // ── Sources ────────────────────────────────────────────────────────────────
 
@@ -183,24 +185,6 @@ export interface SourceDriverShape {
 export class SourceDriver extends Context.Tag("rivet/SourceDriver")<SourceDriver, SourceDriverShape>() {}
 
 /** A source plugin value (the YAML `source.type`); make one with `defineSource`. */
-/** What `rivet init` asks a source for: the tables of a live database, to write a starter config from. */
-export interface DiscoverRequest {
-  readonly url: string
-  /** Where the URL came from, for messages (e.g. "environment variable DATABASE_URL (--source-env)"). */
-  readonly origin?: string | undefined
-  /** The schema (PostgreSQL) or database (MySQL) to list; absent, the source's default. */
-  readonly schema?: string | undefined
-  /** Only these tables (`name` or `schema.name`); empty: every table. */
-  readonly tables: ReadonlyArray<string>
-}
-
-/** A source's `rivet init` capability: which connection URLs it takes, and how it lists their tables. */
-export interface SourceDiscovery {
-  /** URL schemes without the colon, e.g. `["postgres", "postgresql"]`. */
-  readonly schemes: ReadonlyArray<string>
-  readonly discover: (request: DiscoverRequest) => Effect.Effect<Discovery, SourceError | ConfigError>
-}
-
 export interface SourcePlugin<C = unknown, I = unknown, T extends string = string> extends PluginBase<"source", C, I, T> {
   readonly make: (config: C, context: PluginContext) => Layer.Layer<SourceDriver, SourceError>
   /** Lets `rivet init` write a starter config from a live database of this source. */
