@@ -3,7 +3,7 @@
  * source and sink for tests and examples.
  */
 export { runSinkConformance, sinkConformanceCases } from "./sink-conformance.js"
-export type { SinkConformanceCase, SinkConformanceOptions } from "./sink-conformance.js"
+export type { SinkConformanceCase, SinkConformanceOptions, TestRegistrar } from "./sink-conformance.js"
 export { memorySink, memorySource } from "./memory.js"
 export type {
   MemorySink,

@@ -1,8 +1,10 @@
-import { describe, expect, it } from "@effect/vitest"
+import * as assert from "node:assert/strict"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
@@ -29,9 +31,12 @@ export interface SinkConformanceOptions {
   readonly timeout?: number
 }
 
+const listed = (keys: ReadonlyArray<string>, key: string) =>
+  assert.ok(keys.includes(key), `${key} is missing from the destination's keys`)
+
 const UNSAFE_KEYS = ["/absolute.bin", "../escape.bin", "nested/../../escape.bin", "back\\slash.bin"]
 
-/** One conformance test: a name and an effect that fails (or dies on a failed `expect`) when the sink is wrong. */
+/** One conformance test: a name and an effect that fails (or dies on a failed assertion) when the sink is wrong. */
 export interface SinkConformanceCase {
   readonly name: string
   readonly run: Effect.Effect<void, SinkError>
@@ -64,8 +69,9 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
 
   const expectStored = (key: string, expected: Uint8Array) =>
     Effect.map(readBack(key), (actual) => {
-      expect(actual, `nothing stored under ${key}`).toBeDefined()
-      expect(differenceOf(actual ?? new Uint8Array(0), expected)).toBeUndefined()
+      assert.notEqual(actual, undefined, `nothing stored under ${key}`)
+      const difference = differenceOf(actual ?? new Uint8Array(0), expected)
+      assert.equal(difference, undefined, `the object under ${key} differs from what was written: ${difference}`)
     })
 
   const writeAll = (
@@ -85,7 +91,7 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
         const bytes = bytesOf(1, 100_000)
         yield* sink.put(key, bytes, "application/octet-stream")
         yield* expectStored(key, bytes)
-        expect(yield* listKeys).toContain(key)
+        listed(yield* listKeys, key)
       })
     )
   )
@@ -97,7 +103,7 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
         const key = keyFor("empty")
         yield* sink.put(key, new Uint8Array(0), "application/octet-stream")
         yield* expectStored(key, new Uint8Array(0))
-        expect(yield* listKeys).toContain(key)
+        listed(yield* listKeys, key)
       })
     )
   )
@@ -167,8 +173,8 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
         const blocks = blocksOf(8, sink.capabilities.blockSize, 3)
         const handle = yield* sink.begin(key, "application/octet-stream")
         yield* writeAll(handle, blocks, inOrder(3), 1)
-        expect(yield* readBack(key)).toBeUndefined()
-        expect(yield* listKeys).not.toContain(key)
+        assert.equal(yield* readBack(key), undefined, `an object is visible under ${key}`)
+        assert.ok(!(yield* listKeys).includes(key), `${key} is listed before complete`)
         yield* handle.complete(3)
         yield* expectStored(key, concatBytes(blocks))
       })
@@ -187,9 +193,9 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
         yield* writeAll(handle, blocks, [0, 1], 1)
         yield* handle.abort
         yield* handle.abort
-        expect(yield* readBack(key)).toBeUndefined()
-        expect(yield* listKeys).toEqual(keysBefore)
-        expect(yield* pendingUploads).toBe(pendingBefore)
+        assert.equal(yield* readBack(key), undefined, `an object is visible under ${key}`)
+        assert.deepEqual(yield* listKeys, keysBefore, "the keys differ from those before the upload")
+        assert.equal(yield* pendingUploads, pendingBefore, "multipart uploads are left open")
       })
     )
   )
@@ -220,10 +226,10 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
         const handle = yield* sink.begin(key, "application/octet-stream")
         yield* writeAll(handle, blocks, [0, 2], 1)
         const completed = yield* Effect.either(handle.complete(3))
-        expect(Either.isLeft(completed) && completed.left._tag, "complete(3) with block 1 missing").toBe("SinkError")
+        assert.equal(Either.isLeft(completed) && completed.left._tag, "SinkError", "complete(3) with block 1 missing")
         yield* handle.abort
-        expect(yield* readBack(key)).toBeUndefined()
-        expect(yield* listKeys).toEqual(keysBefore)
+        assert.equal(yield* readBack(key), undefined, `an object is visible under ${key}`)
+        assert.deepEqual(yield* listKeys, keysBefore, "the keys differ from those before the upload")
       })
     )
   )
@@ -255,9 +261,9 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
         yield* Deferred.await(twoWritten)
         yield* Fiber.interrupt(writer)
         yield* handle.abort
-        expect(yield* readBack(key)).toBeUndefined()
-        expect(yield* listKeys).toEqual(keysBefore)
-        expect(yield* pendingUploads).toBe(pendingBefore)
+        assert.equal(yield* readBack(key), undefined, `an object is visible under ${key}`)
+        assert.deepEqual(yield* listKeys, keysBefore, "the keys differ from those before the upload")
+        assert.equal(yield* pendingUploads, pendingBefore, "multipart uploads are left open")
       })
     )
   )
@@ -277,8 +283,8 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
         yield* expectStored(small, bytes)
         yield* expectStored(large, concatBytes(blocks))
         const keys = yield* listKeys
-        expect(keys).toContain(small)
-        expect(keys).toContain(large)
+        listed(keys, small)
+        listed(keys, large)
       })
     )
   )
@@ -289,9 +295,9 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
       Effect.forEach(UNSAFE_KEYS, (key) =>
         Effect.gen(function* () {
           const put = yield* Effect.either(sink.put(key, bytesOf(13, 10), "application/octet-stream"))
-          expect(Either.isLeft(put) && put.left._tag, `put(${JSON.stringify(key)})`).toBe("SinkError")
+          assert.equal(Either.isLeft(put) && put.left._tag, "SinkError", `put(${JSON.stringify(key)})`)
           const begin = yield* Effect.either(sink.begin(key, "application/octet-stream"))
-          expect(Either.isLeft(begin) && begin.left._tag, `begin(${JSON.stringify(key)})`).toBe("SinkError")
+          assert.equal(Either.isLeft(begin) && begin.left._tag, "SinkError", `begin(${JSON.stringify(key)})`)
         })
       )
     )
@@ -305,12 +311,13 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
         const bytes = bytesOf(14, 70_000)
         yield* sink.put(key, bytes, "application/octet-stream")
         if (sink.list) {
-          const listed = (yield* sink.list).find((object) => object.key === key)
-          expect(listed?.size, `list() entry for ${key}`).toBe(bytes.length)
+          const entry = (yield* sink.list).find((object) => object.key === key)
+          assert.equal(entry?.size, bytes.length, `list() entry for ${key}`)
         }
         if (sink.read) {
           const chunks = yield* Stream.runCollect(sink.read(key))
-          expect(differenceOf(concatBytes(Chunk.toReadonlyArray(chunks)), bytes)).toBeUndefined()
+          const difference = differenceOf(concatBytes(Chunk.toReadonlyArray(chunks)), bytes)
+          assert.equal(difference, undefined, `read(${key}) differs from what was written: ${difference}`)
         }
       })
     )
@@ -325,8 +332,8 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
       Effect.suspend(() => Effect.flatMap(SinkDriver, (sink) => sink.check).pipe(Effect.provide(missing()))).pipe(
         Effect.either,
         Effect.map((result) => {
-          expect(Either.isLeft(result), "check succeeded on the missing destination").toBe(true)
-          if (Either.isLeft(result)) expect(result.left.reason).toBe("NotFound")
+          assert.ok(Either.isLeft(result), "check succeeded on the missing destination")
+          assert.equal(result.left.reason, "NotFound", "the reason check gives for a missing destination")
         })
       )
     )
@@ -335,13 +342,26 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
 }
 
 /**
- * Registers `describe(name)` with the conformance tests (see {@link sinkConformanceCases}) for vitest.
- * Tests run with the live clock (`it.live`), since a sink may use timers.
+ * The test functions of the runner the suite registers with. Vitest's and Jest's `describe` and `it` fit as they
+ * are; passing them in (rather than importing a runner here) keeps the suite on the caller's copy of the runner.
  */
-export const runSinkConformance = (name: string, options: SinkConformanceOptions): void => {
-  describe(name, () => {
-    for (const testCase of sinkConformanceCases(options)) {
-      it.live(testCase.name, () => testCase.run, options.timeout)
-    }
-  })
+export interface TestRegistrar {
+  readonly describe: (name: string, body: () => void) => void
+  readonly it: (name: string, body: () => Promise<void>, timeout?: number) => void
 }
+
+/** Runs one case with the live clock (a sink may use timers); a failure throws what failed (assertion or error). */
+const runCase = (testCase: SinkConformanceCase): Promise<void> =>
+  Effect.runPromiseExit(testCase.run).then((exit) => {
+    if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+  })
+
+/**
+ * Registers `describe(name)` with the conformance tests (see {@link sinkConformanceCases}) on the runner given:
+ * `runSinkConformance("my sink", options, { describe, it })` with `describe` and `it` from vitest.
+ */
+export const runSinkConformance = (name: string, options: SinkConformanceOptions, runner: TestRegistrar): void =>
+  runner.describe(name, () => {
+    for (const testCase of sinkConformanceCases(options))
+      runner.it(testCase.name, () => runCase(testCase), options.timeout)
+  })

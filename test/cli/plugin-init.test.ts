@@ -24,7 +24,7 @@ describe("rivet plugin init", () => {
     expect(result._tag).toBe("Right")
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as Record<string, Record<string, string>>
     expect(manifest["peerDependencies"]).toMatchObject({ "rivet-export": expect.stringMatching(/^\^0\./), effect: expect.stringMatching(/^\^3\./) })
-    expect(Object.keys(manifest["devDependencies"]!)).toEqual(expect.arrayContaining(["@types/node", "@effect/vitest", "typescript", "vitest"]))
+    expect(Object.keys(manifest["devDependencies"]!)).toEqual(expect.arrayContaining(["@types/node", "typescript", "vitest"]))
     expect(fs.readFileSync(path.join(dir, "src/index.ts"), "utf8")).toContain(`from "rivet-export/plugin"`)
     expect(fs.existsSync(path.join(dir, `test/${kind}.test.ts`))).toBe(true)
     expect(fs.existsSync(path.join(dir, "tsconfig.json"))).toBe(true)

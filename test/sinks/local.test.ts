@@ -46,7 +46,7 @@ runSinkConformance("local sink conformance", {
     ),
   listKeys: () => filesUnder(conformanceRoot),
   missingDestinationLayer: () => layerAt(join(blocker, "below"))
-})
+}, { describe, it })
 
 describe("local sink", () => {
   it.effect("sweep removes temp files of writers that are gone, never those of live ones or final files", () =>

@@ -46,7 +46,7 @@ runSinkConformance("a put-only store through Sink.make's buffered begin", {
   readBack: async (key) => bufferedStore.objects.get(key),
   listKeys: async () => [...bufferedStore.objects.keys()],
   blockCount: 5
-})
+}, { describe, it })
 
 /** A raw upload that records what the framework forwards to it. */
 const recordingStore = (overrides: Partial<SinkPrimitives<string>> = {}) => {

@@ -29,7 +29,7 @@ runSinkConformance("memory sink conformance", {
             })
           : undefined
     }).layer
-})
+}, { describe, it })
 
 const schema: BatchSchema = {
   columns: [

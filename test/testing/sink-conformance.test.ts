@@ -4,8 +4,8 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import { SinkDriver } from "../../src/runtime/plugin.js"
 import type { SinkDriverShape, UploadHandle } from "../../src/runtime/plugin.js"
-import { memorySink, sinkConformanceCases } from "../../src/testing/index.js"
-import type { MemorySink, SinkConformanceOptions } from "../../src/testing/index.js"
+import { memorySink, runSinkConformance, sinkConformanceCases } from "../../src/testing/index.js"
+import type { MemorySink, SinkConformanceOptions, TestRegistrar } from "../../src/testing/index.js"
 
 /** The suite must catch broken sinks: each is a memory sink with one contract violation. */
 
@@ -102,4 +102,29 @@ describe("sink conformance suite", () => {
       expect(yield* failedCases(reachable)).toEqual([name])
     })
   )
+
+  it("registers its cases on the runner it is given, and a failing case throws the assertion that did not hold", async () => {
+    const store = memorySink()
+    const trusting: SinkDriverShape = {
+      ...store.driver,
+      put: (key, bytes, contentType) => (key.includes("..") ? Effect.void : store.driver.put(key, bytes, contentType))
+    }
+    const suites: Array<string> = []
+    const cases = new Map<string, { readonly body: () => Promise<void>; readonly timeout: number | undefined }>()
+    const registrar: TestRegistrar = {
+      describe: (name, body) => {
+        suites.push(name)
+        body()
+      },
+      it: (name, body, timeout) => cases.set(name, { body, timeout })
+    }
+    runSinkConformance("trusting sink", { ...optionsFor(store, trusting), timeout: 5_000 }, registrar)
+    expect(suites).toEqual(["trusting sink"])
+    expect([...cases.keys()]).toEqual(sinkConformanceCases(optionsFor(store, trusting)).map((c) => c.name))
+    expect(cases.get("check passes")?.timeout).toBe(5_000)
+    await expect(cases.get("put stores the bytes under the key")!.body()).resolves.toBeUndefined()
+    await expect(cases.get("absolute keys, `..` segments and backslashes are rejected with a SinkError")!.body()).rejects.toThrow(
+      /put\("\.\.\/escape\.bin"\)/
+    )
+  })
 })

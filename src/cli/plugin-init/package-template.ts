@@ -29,7 +29,6 @@ export const packageJson = (name: string, kind: PluginKind): string =>
       peerDependencies: { [manifest.name]: `^${manifest.version}`, effect: `^${devVersion("effect")}` },
       devDependencies: {
         [manifest.name]: `^${manifest.version}`,
-        "@effect/vitest": devVersion("@effect/vitest"),
         "@types/node": devVersion("@types/node"),
         effect: devVersion("effect"),
         typescript: devVersion("typescript"),

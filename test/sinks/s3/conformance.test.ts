@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from "@effect/vitest"
+import { afterAll, beforeAll, describe, it } from "@effect/vitest"
 import * as Schema from "effect/Schema"
 import { S3Config } from "../../../src/sinks/s3/config.js"
 import s3Sink from "../../../src/sinks/s3/index.js"
@@ -39,4 +39,4 @@ runSinkConformance("S3 sink conformance", {
   pendingUploads: async () => (await server.listMultipartUploads(BUCKET)).length,
   missingDestinationLayer: () => layerFor("rivet-s3-conformance-missing"),
   blockCount: 3
-})
+}, { describe, it })
