@@ -4,6 +4,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { type CursorState, StateStore } from "../state/store.js"
+import { dateReader } from "./clock.js"
 import type { ExportConfig } from "./config/model.js"
 import { describeCause, IntegrityError, type SinkError, StateError } from "./errors.js"
 import { acquireLease, DEFAULT_LEASE_TTL_MS, type LeaseSettings } from "./lease.js"
@@ -62,7 +63,6 @@ export interface RunOptions {
   readonly sourceType: string
   readonly retry?: RetryPolicy
   /** Clock for names and manifests (tests pin it). */
-  readonly now?: () => Date
   /** Continue the export's unfinished checkpointed run (`rivet run --resume`). */
   readonly resume?: boolean
   /** Chunked mode may run its chunks in worker threads that reload the config from this file (src/runtime/lanes). */
@@ -164,7 +164,7 @@ const verifyOwnManifest = (ctx: ExportContext, runId: string, written: Uint8Arra
 export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: ExportConfig, options: RunOptions) {
   const reporter = yield* ProgressReporter
   for (const notice of spec.notices ?? []) yield* reporter.notice(spec.name, `${notice.path}: ${notice.message}`)
-  const now = options.now ?? (() => new Date())
+  const now = yield* dateReader
   const progress: ExportProgress = {
     exportName: spec.name,
     startedAt: now().getTime(),

@@ -1,4 +1,5 @@
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -24,7 +25,6 @@ export interface RunConfigOptions {
   readonly only?: ReadonlyArray<string> | undefined
   readonly env?: Readonly<Record<string, string | undefined>>
   readonly retry?: RetryPolicy
-  readonly now?: () => Date
   /** Continue unfinished checkpointed runs (`rivet run --resume`). */
   readonly resume?: boolean | undefined
   /**
@@ -88,13 +88,12 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
     lease: { ttlMs, waitMs: options.waitMs ?? 0 },
     sourceType: config.source.plugin.type,
     ...(options.retry ? { retry: options.retry } : {}),
-    ...(options.now ? { now: options.now } : {}),
     resume: options.resume ?? false,
     lanes: laneSettings(config, options.env ?? process.env)
   }
   const runs: Array<ExportRun> = []
   for (const spec of selected) {
-    const started = Date.now()
+    const started = yield* Clock.currentTimeMillis
     const transform = options.transforms?.[spec.name]
     const plan = options.plans?.get(spec.name)
     const exit = yield* runExport(transform ? { ...spec, transform } : spec, plan ? { ...runOptions, plan } : runOptions).pipe(
@@ -135,7 +134,7 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
       files: 0,
       bytes: 0,
       retries: 0,
-      durationMs: Date.now() - started,
+      durationMs: (yield* Clock.currentTimeMillis) - started,
       uri: "",
       error: error.message
     })

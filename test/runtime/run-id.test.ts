@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
 import { loadConfig } from "../../src/api.js"
 import type { BatchSchema } from "../../src/runtime/batch.js"
 import { silentProgress } from "../../src/runtime/progress.js"
@@ -18,16 +19,17 @@ const rows = Array.from({ length: 50 }, (_, i) => ({ id: BigInt(i) }))
 const PINNED = new Date("2026-12-03T12:00:00.123Z")
 const PLAIN_ID = "people_20261203T120000.123"
 
-/** One run of export `people` into its own directory, with the clock pinned to `PINNED` and state in `stateFile`. */
+/** One run of export `people` into its own directory, with the test clock at `PINNED` and state in `stateFile`. */
 const runPinned = (stateFile: string) =>
   Effect.gen(function* () {
+    yield* TestClock.setTime(PINNED.getTime())
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-run-id-"))
     const source = memorySource({ schema, rows })
     const config = yield* loadConfig(
       untyped({ source: { type: "memory" }, exports: [{ name: "people", table: "people", format: "csv", destination: { type: "local", path: dir } }] }),
       { plugins: [source.plugin as never], configDir: dir }
     )
-    const [run] = yield* runConfig(config, { now: () => PINNED, state: sqliteStateLayer(stateFile) }).pipe(
+    const [run] = yield* runConfig(config, { state: sqliteStateLayer(stateFile) }).pipe(
       Effect.provide(silentProgress)
     )
     return run!

@@ -29,6 +29,7 @@ export interface ExportContext {
   readonly state: StateStoreShape
   readonly progress: ExportProgress
   readonly retry: RetryPolicy
+  /** The fiber's Clock, for synchronous callbacks (see `dateReader`). */
   readonly now: () => Date
   /** The export's quality gates, fed every batch written. */
   readonly gates?: QualityGates | undefined

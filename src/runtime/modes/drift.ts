@@ -3,6 +3,7 @@ import * as Option from "effect/Option"
 import type { SchemaBaseline, StateStoreShape } from "../../state/store.js"
 import type { BatchSchema } from "../batch.js"
 import type { ExportConfig } from "../config/model.js"
+import { currentDate } from "../clock.js"
 import { SchemaDriftError } from "../errors.js"
 import { Manifest, schemaEntries, schemaFingerprint } from "../manifest.js"
 import type { ProgressReporterShape } from "../progress.js"
@@ -36,10 +37,10 @@ export const makeDriftCheck = (spec: ExportConfig, state: StateStoreShape, repor
       baseline && (yield* decodeStored(Manifest.fields.schema, spec.name, "schema baseline")(baseline.columns))
     let seen: SchemaBaseline | undefined
     const check = (schema: BatchSchema) =>
-      Effect.suspend(() => {
+      Effect.flatMap(currentDate, (date) => {
         const fingerprint = schemaFingerprint(schema)
         if (seen?.fingerprint === fingerprint) return Effect.void
-        seen = { fingerprint, columns: JSON.stringify(schemaEntries(schema)), updatedAt: new Date().toISOString() }
+        seen = { fingerprint, columns: JSON.stringify(schemaEntries(schema)), updatedAt: date.toISOString() }
         if (!baseline || !before || baseline.fingerprint === fingerprint) return Effect.void
         const change = describeDrift(before, schemaEntries(schema))
         switch (spec.onSchemaDrift) {

@@ -7,6 +7,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { RivetConfig } from "../config/model.js"
 import { readConfigBytes } from "../config/read-file.js"
+import { currentDate } from "../clock.js"
 import { ConfigError, describeCause } from "../errors.js"
 import { PLAN_VERSION, PlanFile, type PlannedExport } from "./model.js"
 import { type ConfigIdentity, plannedExports } from "./verify.js"
@@ -68,11 +69,11 @@ export const loadPlanFor = (
   planFile: string,
   configFile: string,
   config: RivetConfig,
-  options: { readonly only?: ReadonlyArray<string> | undefined; readonly now?: Date | undefined } = {}
+  options: { readonly only?: ReadonlyArray<string> | undefined } = {}
 ): Effect.Effect<ReadonlyMap<string, PlannedExport>, ConfigError> =>
   Effect.gen(function* () {
     const plan = yield* readPlanFile(planFile)
-    const planned = yield* plannedExports(plan, config, yield* configIdentity(configFile), options.now ?? new Date())
+    const planned = yield* plannedExports(plan, config, yield* configIdentity(configFile), yield* currentDate)
     const only = options.only ?? []
     if (only.length === 0) return planned
     const missing = only.find((name) => !planned.has(name))

@@ -14,6 +14,7 @@ import type { ExportContext } from "../modes/context.js"
 import { prepareMode } from "../modes/prepare.js"
 import { FormatDriver, SinkDriver, SourceDriver } from "../plugin.js"
 import type { ProgressReporterShape } from "../progress.js"
+import { dateReader } from "../clock.js"
 import { DEFAULT_RETRY_POLICY } from "../retry.js"
 import { selectExports } from "../run.js"
 import { PLAN_VALIDITY_MS, PLAN_VERSION, type PlanFile, type PlannedExport } from "./model.js"
@@ -25,7 +26,6 @@ export interface PlanOptions {
   /** Plan only these exports (by name), in config order. */
   readonly only?: ReadonlyArray<string> | undefined
   readonly env?: Env | undefined
-  readonly now?: () => Date
   /** Where state is read (the incremental cursor); default: the config's state, without creating it. */
   readonly state?: Layer.Layer<StateStore, StateError> | undefined
 }
@@ -96,7 +96,7 @@ export const planConfig = Effect.fn("Rivet.planConfig")(function* (
 ) {
   const selected = yield* selectExports(config, options.only)
   const env = options.env ?? process.env
-  const now = options.now ?? (() => new Date())
+  const now = yield* dateReader
   const sourceContext = yield* Layer.build(sourceLayer(config, env))
   const stateContext = yield* Layer.build(options.state ?? readingState(config, env))
   yield* Effect.flatMap(SourceDriver, (source) => source.check).pipe(Effect.provide(sourceContext))
