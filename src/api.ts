@@ -1,3 +1,4 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -72,7 +73,7 @@ export const loadConfig = <const P extends AnyPluginValue = never>(
   options: Pick<RunExportsOptions, "configDir" | "env" | "plugins"> & { readonly plugins?: ReadonlyArray<P> } = {}
 ): Effect.Effect<RivetConfig, ConfigError> => {
   const loadOptions = { ...(options.env ? { env: options.env } : {}), ...(options.plugins ? { plugins: options.plugins } : {}) }
-  if (typeof input === "string") return loadConfigFile(input, loadOptions)
+  if (typeof input === "string") return Effect.provide(loadConfigFile(input, loadOptions), NodeFileSystem.layer)
   if (isLoaded(input)) return Effect.succeed(input)
   return Effect.flatMap(
     validateConfigValue(input, options.configDir ?? process.cwd(), "(inline config)", loadOptions),

@@ -1,4 +1,4 @@
-import * as fs from "node:fs/promises"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { missingEnvVariables, type MissingEnvVariable } from "../runtime/config/env-keys.js"
@@ -28,7 +28,7 @@ export interface CheckOptions extends LoadOptions {
 
 /** The file parsed again (after decoding has reported its own problems): for line numbers and the `*_env` keys. */
 const reparse = (file: string) =>
-  Effect.tryPromise(() => fs.readFile(file, "utf8")).pipe(
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(file)).pipe(
     Effect.flatMap((text) => parseYaml(text, file)),
     Effect.option
   )
@@ -41,7 +41,7 @@ const missingEnvMessage = (missing: MissingEnvVariable) =>
  * call, no state. Reports every decoding problem at once, with every `*_env` key whose variable is unset; lints
  * and the config's notices (keys with no effect) come only from a config that decodes.
  */
-export const checkConfigFile = (file: string, options: CheckOptions = {}): Effect.Effect<CheckReport> =>
+export const checkConfigFile = (file: string, options: CheckOptions = {}): Effect.Effect<CheckReport, never, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const decoded = yield* validateConfigFile(file, options)
     const parsed = yield* reparse(file)

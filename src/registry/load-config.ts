@@ -1,3 +1,4 @@
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -65,7 +66,7 @@ const readConfigText = (file: string) =>
 export const readPluginSpecifiers = (
   file: string,
   options: Pick<LoadOptions, "env"> = {}
-): Effect.Effect<{ readonly specifiers: ReadonlyArray<string>; readonly configDir: string }, ConfigError> =>
+): Effect.Effect<{ readonly specifiers: ReadonlyArray<string>; readonly configDir: string }, ConfigError, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const parsed = yield* parseYaml(yield* readConfigText(file), file)
     const value = parsed.value
@@ -78,7 +79,7 @@ export const readPluginSpecifiers = (
 export const validateConfigFile = (
   file: string,
   options: LoadOptions = {}
-): Effect.Effect<Either.Either<RivetConfig, ReadonlyArray<ConfigError>>> =>
+): Effect.Effect<Either.Either<RivetConfig, ReadonlyArray<ConfigError>>, never, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const parsed = yield* parseYaml(yield* readConfigText(file), file)
     const result = yield* validateConfigValue(parsed.value, path.dirname(path.resolve(file)), file, options)
@@ -96,7 +97,10 @@ export const validateConfigFile = (
   }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
 
 /** Reads, validates and decodes a YAML config file, failing with the first problem. */
-export const loadConfigFile = (file: string, options: LoadOptions = {}): Effect.Effect<RivetConfig, ConfigError> =>
+export const loadConfigFile = (
+  file: string,
+  options: LoadOptions = {}
+): Effect.Effect<RivetConfig, ConfigError, FileSystem.FileSystem> =>
   Effect.flatMap(validateConfigFile(file, options), (result) =>
     Either.isRight(result) ? Effect.succeed(result.right) : Effect.fail(result.left[0]!)
   )

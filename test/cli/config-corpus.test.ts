@@ -1,3 +1,4 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
@@ -44,7 +45,7 @@ const renderLoad = (file: string): Promise<string | undefined> =>
   Effect.runPromise(
     Effect.map(validateConfigFile(file), (result) =>
       Either.isLeft(result) ? result.left.map((error) => `${renderError(error)}\n`).join("") : undefined
-    )
+    ).pipe(Effect.provide(NodeFileSystem.layer))
   )
 
 /** One readable error: exactly one `Error:` line starting with the path, the phrase, no stack, bounded length. */

@@ -1,3 +1,4 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
@@ -38,7 +39,7 @@ const corpus = fs.readdirSync(CORPUS).filter((name) => name.endsWith(".yaml")).s
 
 /** What `rivet check` prints on stderr for a file (printErrors, then renderFindings), as lines. */
 const checkOutput = async (file: string) => {
-  const report = await Effect.runPromise(checkConfigFile(file, { env: ENV }))
+  const report = await Effect.runPromise(Effect.provide(checkConfigFile(file, { env: ENV }), NodeFileSystem.layer))
   const text = report.errors.map((error) => `${renderError(error)}\n`).join("") + renderFindings([...report.warnings, ...report.notes])
   return { report, lines: text.split("\n").filter((line) => line !== "") }
 }

@@ -1,3 +1,4 @@
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
@@ -26,7 +27,7 @@ const scopeOf = (
   config: string,
   only: Option.Option<string>,
   params: ReadonlyArray<string>
-): Effect.Effect<StateScope, ReadonlyArray<RivetError>> =>
+): Effect.Effect<StateScope, ReadonlyArray<RivetError>, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const applied = yield* applyParams(params, config)
     if (applied.errors.length > 0) return yield* Effect.fail(applied.errors)

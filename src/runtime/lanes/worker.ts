@@ -3,6 +3,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -170,7 +171,7 @@ const program = Effect.gen(function* () {
 }).pipe(Effect.scoped)
 
 // Once the drivers are released the thread has nothing left to wait for: stop listening so it can end.
-Effect.runFork(program).addObserver(() => {
+Effect.runFork(Effect.provide(program, NodeFileSystem.layer)).addObserver(() => {
   port.removeAllListeners("message")
   port.unref()
 })

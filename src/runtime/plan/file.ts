@@ -1,19 +1,19 @@
+import * as FileSystem from "@effect/platform/FileSystem"
 import { createHash } from "node:crypto"
-import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { RivetConfig } from "../config/model.js"
-import { readConfigBytes } from "../config/read-file.js"
+import { fileProblem, readConfigBytes } from "../config/read-file.js"
 import { currentDate } from "../clock.js"
 import { ConfigError, describeCause } from "../errors.js"
 import { PLAN_VERSION, PlanFile, type PlannedExport } from "./model.js"
 import { type ConfigIdentity, plannedExports } from "./verify.js"
 
 /** The config file's absolute path and the sha256 of its bytes, as a plan records them. */
-export const configIdentity = (file: string): Effect.Effect<ConfigIdentity, ConfigError> =>
+export const configIdentity = (file: string): Effect.Effect<ConfigIdentity, ConfigError, FileSystem.FileSystem> =>
   readConfigBytes(file).pipe(
     Effect.map((bytes) => ({ path: path.resolve(file), sha256: createHash("sha256").update(bytes).digest("hex") }))
   )
@@ -24,12 +24,10 @@ const invalid = (file: string, message: string) =>
   new ConfigError({ path: "--plan", message: `${file}: ${message}`, hint: "make a new plan with `rivet plan -c <config> -o plan.json`" })
 
 /** Reads and decodes a plan file written by `rivet plan -o`; a plan of another version or shape is refused. */
-export const readPlanFile = (file: string): Effect.Effect<PlanFile, ConfigError> =>
+export const readPlanFile = (file: string): Effect.Effect<PlanFile, ConfigError, FileSystem.FileSystem> =>
   Effect.gen(function* () {
-    const text = yield* Effect.tryPromise({
-      try: () => fs.readFile(file, "utf8"),
-      catch: (cause) => invalid(file, `cannot read the plan: ${describeCause(cause)}`)
-    })
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* Effect.mapError(fs.readFileString(file), (error) => invalid(file, `cannot read the plan: ${fileProblem(error)}`))
     const value = yield* Effect.try({
       try: (): unknown => JSON.parse(text),
       catch: (cause) => invalid(file, `not valid JSON (${describeCause(cause)})`)
@@ -45,21 +43,23 @@ export const readPlanFile = (file: string): Effect.Effect<PlanFile, ConfigError>
   })
 
 /** Writes a plan as pretty JSON (written to a temp file beside it, then renamed, so a reader never sees half a plan). */
-export const writePlanFile = (file: string, plan: PlanFile): Effect.Effect<void, ConfigError> => {
-  const temp = path.join(path.dirname(path.resolve(file)), `.${path.basename(file)}.tmp-${process.pid}`)
-  return Effect.tryPromise({
-    try: async () => {
-      await fs.writeFile(temp, `${JSON.stringify(plan, null, 2)}\n`)
-      await fs.rename(temp, file)
-    },
-    catch: (cause) =>
-      new ConfigError({
-        path: "--output",
-        message: `cannot write the plan to ${file}: ${describeCause(cause)}`,
-        hint: "choose a writable path for -o"
-      })
-  }).pipe(Effect.tapError(() => Effect.promise(() => fs.rm(temp, { force: true }))))
-}
+export const writePlanFile = (file: string, plan: PlanFile): Effect.Effect<void, ConfigError, FileSystem.FileSystem> =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const temp = path.join(path.dirname(path.resolve(file)), `.${path.basename(file)}.tmp-${process.pid}`)
+    yield* fs.writeFileString(temp, `${JSON.stringify(plan, null, 2)}\n`).pipe(
+      Effect.zipRight(fs.rename(temp, file)),
+      Effect.tapError(() => Effect.ignore(fs.remove(temp, { force: true }))),
+      Effect.mapError(
+        (error) =>
+          new ConfigError({
+            path: "--output",
+            message: `cannot write the plan to ${file}: ${fileProblem(error)}`,
+            hint: "choose a writable path for -o"
+          })
+      )
+    )
+  })
 
 /**
  * Reads a plan for `rivet run --plan` and checks it against the config it is run with (`plannedExports`); with
@@ -70,7 +70,7 @@ export const loadPlanFor = (
   configFile: string,
   config: RivetConfig,
   options: { readonly only?: ReadonlyArray<string> | undefined } = {}
-): Effect.Effect<ReadonlyMap<string, PlannedExport>, ConfigError> =>
+): Effect.Effect<ReadonlyMap<string, PlannedExport>, ConfigError, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const plan = yield* readPlanFile(planFile)
     const planned = yield* plannedExports(plan, config, yield* configIdentity(configFile), yield* currentDate)
