@@ -1,2 +1,3 @@
 #!/usr/bin/env node
+import "../dist/cli/young-generation.js"
 import "../dist/bundle/main.js"

@@ -78,6 +78,58 @@ describe("column builders (byte level)", () => {
     expect(l.child.nullCount).toBe(1)
   })
 
+  it("finish hands out the builder's own buffer when at most an eighth is unused, else a trimmed copy", () => {
+    const full = new NumberBuilder("int32", 8)
+    for (let i = 0; i < 7; i++) full.push(i)
+    const own = full.finish()
+    expect(own.layout === "int32" && own.values.buffer).toBe(full.bytes.buffer) // 4 of 32 bytes unused: no copy
+    expect(own.layout === "int32" && [...own.values]).toEqual([0, 1, 2, 3, 4, 5, 6])
+    const sparse = new NumberBuilder("int32", 8)
+    sparse.push(1)
+    const trimmed = sparse.finish()
+    expect(trimmed.layout === "int32" && trimmed.values.buffer).not.toBe(sparse.bytes.buffer)
+    expect(trimmed.layout === "int32" && trimmed.values.buffer.byteLength).toBe(4)
+  })
+
+  it("reset starts the next batch on fresh buffers sized from the last one, leaving the finished column intact", () => {
+    const text = new BinaryBuilder(2, 1)
+    for (const value of ["alpha", null, "beta", "gamma"]) {
+      if (value === null) text.appendNull()
+      else text.appendString(value)
+    }
+    const first = text.finish()
+    text.reset()
+    expect(text.length).toBe(0)
+    expect(text.offsets.length).toBe(5) // as many rows as the last batch
+    expect(text.data.byteLength).toBe(64) // 14 bytes used, an eighth more, at least 64
+    text.appendString("z")
+    const second = text.finish()
+    expect(Buffer.from(first.data).toString()).toBe("alphabetagamma")
+    expect([...first.offsets]).toEqual([0, 5, 5, 9, 14])
+    expect([...first.validity!]).toEqual([0b1101])
+    expect(second).toMatchObject({ length: 1, nullCount: 0, validity: undefined })
+    expect([...second.offsets, ...second.data]).toEqual([0, 1, 122])
+
+    const list = new ListBuilder(new NumberBuilder("int64", 2), 2)
+    list.child.pushBigInt(1n)
+    list.endList()
+    list.appendNull()
+    list.finish()
+    list.reset()
+    expect([list.length, list.child.length]).toEqual([0, 0])
+    list.child.pushBigInt(2n)
+    list.endList()
+    const next = list.finish()
+    expect(next).toMatchObject({ length: 1, nullCount: 0 })
+    expect(next.child.layout === "int64" && [...next.child.values]).toEqual([2n])
+
+    const bools = new BoolBuilder(16)
+    for (let i = 0; i < 20; i++) bools.push(true)
+    bools.finish()
+    bools.reset()
+    expect(bools.bits.byteLength).toBe(3)
+  })
+
   it("every buffer of a finished column stands alone (transferable) and is counted", () => {
     const batch = makeBatch(
       { columns: [{ name: "s", type: { kind: "string" } }, { name: "l", type: { kind: "list", element: { kind: "int64" } } }] },

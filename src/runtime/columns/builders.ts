@@ -1,3 +1,4 @@
+import { finished, finishedBytes, finishedOffsets, grow, growOffsets, Validity } from "./builder-buffers.js"
 import type { BinaryData, BoolData, ColumnData, FixedData, ListData } from "./data.js"
 import { madeForOneColumn } from "./ownership.js"
 
@@ -5,63 +6,13 @@ import { madeForOneColumn } from "./ownership.js"
  * Builders fill the buffers of one column (see `ColumnData`), growing them by doubling. They are the low-level
  * interface sources decode into: `slot()` hands out the byte offset of the next fixed-width value so a decoder can
  * copy wire bytes straight in; `BinaryBuilder.reserve`/`commit` does the same for variable-width values.
- * `finish()` returns views trimmed to the rows appended, each over a buffer of its own (marked in ownership.ts, so the
- * encoder thread can transfer it); a builder is not used after it.
+ * `finish()` returns views of the rows appended, each over a buffer of its own (marked in ownership.ts, so the
+ * encoder thread can transfer it): the builder's buffer itself when at most an eighth of it is unused, else a
+ * trimmed copy. After `finish()` a builder is either dropped or `reset()` for the next batch, which sizes fresh
+ * buffers from the batch just finished: a source that reuses its builders allocates each batch's buffers about
+ * once (no doubling, no trimming copy), which keeps the reading thread's garbage ArrayBuffers — and so its peak
+ * memory — small.
  */
-
-const grow = (bytes: Uint8Array<ArrayBuffer>, needed: number): Uint8Array<ArrayBuffer> => {
-  if (needed <= bytes.byteLength) return bytes
-  let capacity = Math.max(64, bytes.byteLength * 2)
-  while (capacity < needed) capacity *= 2
-  const next = new Uint8Array(capacity)
-  next.set(bytes)
-  return next
-}
-
-/** A validity bitmap allocated on the first null (a column without nulls carries none). */
-class Validity {
-  bits: Uint8Array | undefined = undefined
-  nullCount = 0
-
-  /** Marks row `row` null; every earlier row without a bitmap yet was valid. */
-  setNull(row: number): void {
-    if (this.bits === undefined) {
-      this.bits = new Uint8Array(Math.max(8, (row >>> 3) + 1) * 2).fill(0xff)
-    }
-    this.bits = growFilled(this.bits, (row >>> 3) + 1)
-    this.bits[row >>> 3]! &= ~(1 << (row & 7))
-    this.nullCount++
-  }
-
-  /** Keeps the bitmap long enough that row `row` (valid) is covered. */
-  setValid(row: number): void {
-    if (this.bits !== undefined && row >>> 3 >= this.bits.byteLength) this.bits = growFilled(this.bits, (row >>> 3) + 1)
-  }
-
-  finish(length: number): Uint8Array | undefined {
-    if (this.bits === undefined) return undefined
-    const bytes = (length + 7) >>> 3
-    const out = madeForOneColumn(growFilled(this.bits, bytes).slice(0, bytes))
-    // Bits past the last row are zero, as Arrow expects.
-    if ((length & 7) !== 0) out[bytes - 1]! &= (1 << (length & 7)) - 1
-    return out
-  }
-}
-
-/** Offsets with room for `needed` entries, doubled when full. */
-const growOffsets = (offsets: Int32Array<ArrayBuffer>, needed: number): Int32Array<ArrayBuffer> => {
-  if (needed <= offsets.length) return offsets
-  const next = new Int32Array(Math.max(needed, offsets.length * 2))
-  next.set(offsets)
-  return next
-}
-
-const growFilled = (bits: Uint8Array, needed: number): Uint8Array => {
-  if (needed <= bits.byteLength) return bits
-  const next = new Uint8Array(Math.max(needed, bits.byteLength * 2)).fill(0xff)
-  next.set(bits)
-  return next
-}
 
 type FixedLayout = "int16" | "int32" | "int64" | "float32" | "float64"
 
@@ -73,15 +24,16 @@ export class NumberBuilder {
   bytes: Uint8Array<ArrayBuffer>
   view: DataView
   length = 0
-  private readonly validity = new Validity()
+  private readonly validity: Validity
 
   constructor(
     readonly layout: FixedLayout,
-    capacity = 1024
+    private readonly capacity = 1024
   ) {
     this.width = WIDTH[layout]
     this.bytes = new Uint8Array(capacity * this.width)
     this.view = new DataView(this.bytes.buffer)
+    this.validity = new Validity(capacity)
   }
 
   /** Appends a valid row and returns the byte offset of its value in `bytes` (write it through `view` or `bytes`). */
@@ -129,28 +81,42 @@ export class NumberBuilder {
 
   finish(): ColumnData {
     const length = this.length
-    const buffer = this.bytes.buffer.slice(0, length * this.width)
+    const buffer = finished(this.bytes.buffer, length * this.width)
     const base = { length, nullCount: this.validity.nullCount, validity: this.validity.finish(length) }
     switch (this.layout) {
       case "int16":
-        return { ...base, layout: "int16", values: madeForOneColumn(new Int16Array(buffer)) }
+        return { ...base, layout: "int16", values: madeForOneColumn(new Int16Array(buffer, 0, length)) }
       case "int32":
-        return { ...base, layout: "int32", values: madeForOneColumn(new Int32Array(buffer)) }
+        return { ...base, layout: "int32", values: madeForOneColumn(new Int32Array(buffer, 0, length)) }
       case "int64":
-        return { ...base, layout: "int64", values: madeForOneColumn(new BigInt64Array(buffer)) }
+        return { ...base, layout: "int64", values: madeForOneColumn(new BigInt64Array(buffer, 0, length)) }
       case "float32":
-        return { ...base, layout: "float32", values: madeForOneColumn(new Float32Array(buffer)) }
+        return { ...base, layout: "float32", values: madeForOneColumn(new Float32Array(buffer, 0, length)) }
       case "float64":
-        return { ...base, layout: "float64", values: madeForOneColumn(new Float64Array(buffer)) }
+        return { ...base, layout: "float64", values: madeForOneColumn(new Float64Array(buffer, 0, length)) }
     }
+  }
+
+  /** Starts the next batch after `finish()`, with room for as many rows as this one had. */
+  reset(): void {
+    const rows = Math.max(this.capacity, this.length)
+    this.bytes = new Uint8Array(rows * this.width)
+    this.view = new DataView(this.bytes.buffer)
+    this.validity.reset(rows)
+    this.length = 0
   }
 }
 
 /** Booleans, one bit per row. */
 export class BoolBuilder {
-  bits: Uint8Array<ArrayBuffer> = new Uint8Array(128)
+  bits: Uint8Array<ArrayBuffer>
   length = 0
-  private readonly validity = new Validity()
+  private readonly validity: Validity
+
+  constructor(private readonly capacity = 1024) {
+    this.bits = new Uint8Array((capacity + 7) >>> 3)
+    this.validity = new Validity(capacity)
+  }
 
   push(value: boolean): void {
     const row = this.length++
@@ -171,8 +137,16 @@ export class BoolBuilder {
       length,
       nullCount: this.validity.nullCount,
       validity: this.validity.finish(length),
-      values: madeForOneColumn(this.bits.slice(0, (length + 7) >>> 3))
+      values: finishedBytes(this.bits, (length + 7) >>> 3)
     }
+  }
+
+  /** Starts the next batch after `finish()`, with room for as many rows as this one had. */
+  reset(): void {
+    const rows = Math.max(this.capacity, this.length)
+    this.bits = new Uint8Array((rows + 7) >>> 3)
+    this.validity.reset(rows)
+    this.length = 0
   }
 }
 
@@ -180,13 +154,14 @@ export class BoolBuilder {
 export class FixedBuilder {
   bytes: Uint8Array<ArrayBuffer>
   length = 0
-  private readonly validity = new Validity()
+  private readonly validity: Validity
 
   constructor(
     readonly width: number,
-    capacity = 1024
+    private readonly capacity = 1024
   ) {
     this.bytes = new Uint8Array(capacity * width)
+    this.validity = new Validity(capacity)
   }
 
   /** Appends a valid row and returns the byte offset of its `width` bytes in `bytes`. */
@@ -212,8 +187,16 @@ export class FixedBuilder {
       length,
       nullCount: this.validity.nullCount,
       validity: this.validity.finish(length),
-      data: madeForOneColumn(this.bytes.slice(0, length * this.width))
+      data: finishedBytes(this.bytes, length * this.width)
     }
+  }
+
+  /** Starts the next batch after `finish()`, with room for as many rows as this one had. */
+  reset(): void {
+    const rows = Math.max(this.capacity, this.length)
+    this.bytes = new Uint8Array(rows * this.width)
+    this.validity.reset(rows)
+    this.length = 0
   }
 }
 
@@ -226,11 +209,15 @@ export class BinaryBuilder {
   end = 0
   offsets: Int32Array<ArrayBuffer>
   length = 0
-  private readonly validity = new Validity()
+  private readonly validity: Validity
 
-  constructor(capacity = 1024, bytesPerValue = 16) {
+  constructor(
+    private readonly capacity = 1024,
+    bytesPerValue = 16
+  ) {
     this.data = new Uint8Array(capacity * bytesPerValue)
     this.offsets = new Int32Array(capacity + 1)
+    this.validity = new Validity(capacity)
   }
 
   /** Makes room for `bytes` more bytes; write them at `data[end…]`, then `commit(written)`. */
@@ -272,19 +259,38 @@ export class BinaryBuilder {
       length,
       nullCount: this.validity.nullCount,
       validity: this.validity.finish(length),
-      offsets: madeForOneColumn(this.offsets.slice(0, length + 1)),
-      data: madeForOneColumn(this.data.slice(0, this.end))
+      offsets: finishedOffsets(this.offsets, length + 1),
+      data: finishedBytes(this.data, this.end)
     }
+  }
+
+  /**
+   * Starts the next batch after `finish()`, with room for as many rows as this one had and an eighth more bytes
+   * (values' sizes vary from batch to batch more than their count).
+   */
+  reset(): void {
+    const rows = Math.max(this.capacity, this.length)
+    this.offsets = new Int32Array(rows + 1)
+    this.data = new Uint8Array(Math.max(64, this.end + (this.end >>> 3)))
+    this.validity.reset(rows)
+    this.length = 0
+    this.end = 0
   }
 }
 
 /** Lists: append the elements to `child`, then `endList()` closes one row. */
 export class ListBuilder<Child extends { readonly length: number; finish(): ColumnData }> {
-  offsets: Int32Array<ArrayBuffer> = new Int32Array(1025)
+  offsets: Int32Array<ArrayBuffer>
   length = 0
-  private readonly validity = new Validity()
+  private readonly validity: Validity
 
-  constructor(readonly child: Child) {}
+  constructor(
+    readonly child: Child,
+    private readonly capacity = 1024
+  ) {
+    this.offsets = new Int32Array(capacity + 1)
+    this.validity = new Validity(capacity)
+  }
 
   endList(): void {
     const row = this.length++
@@ -305,8 +311,17 @@ export class ListBuilder<Child extends { readonly length: number; finish(): Colu
       length,
       nullCount: this.validity.nullCount,
       validity: this.validity.finish(length),
-      offsets: madeForOneColumn(this.offsets.slice(0, length + 1)),
+      offsets: finishedOffsets(this.offsets, length + 1),
       child: this.child.finish()
     }
+  }
+
+  /** Starts the next batch after `finish()`, the child's too, with room for as many rows as this one had. */
+  reset(this: ListBuilder<Child & { reset(): void }>): void {
+    const rows = Math.max(this.capacity, this.length)
+    this.offsets = new Int32Array(rows + 1)
+    this.validity.reset(rows)
+    this.length = 0
+    this.child.reset()
   }
 }

@@ -27,7 +27,7 @@ export class TruncatedCopy extends Error {
 }
 
 export interface BinaryCopyOptions {
-  /** Makes one sink per result column for a new batch (`capacity` rows expected). */
+  /** Makes one sink per result column (`capacity` rows per batch expected); they are reset for every batch. */
   readonly sinks: (capacity: number) => Array<FieldSink>
   readonly batchRows: number
   readonly batchBytes?: number
@@ -49,16 +49,14 @@ export class BinaryCopyDecoder {
   private column = 0
   private carry = new Uint8Array(64)
   private carried = 0
-  private sinks: Array<FieldSink>
+  private readonly sinks: Array<FieldSink>
   private rows = 0
   private bytes = 0
   private readonly columns: number
   private readonly batchBytes: number
-  private readonly capacity: number
 
   constructor(private readonly options: BinaryCopyOptions) {
-    this.capacity = Math.max(1, Math.min(options.batchRows, 16384))
-    this.sinks = options.sinks(this.capacity)
+    this.sinks = options.sinks(Math.max(1, Math.min(options.batchRows, 16384)))
     this.columns = this.sinks.length
     this.batchBytes = options.batchBytes ?? BATCH_BYTES
   }
@@ -96,12 +94,13 @@ export class BinaryCopyDecoder {
   /** The last batch's columns (possibly empty); fails unless the stream ended with the binary trailer. */
   end(): Array<ColumnData> {
     if (this.phase !== TRAILER || this.carried !== 0) throw new TruncatedCopy()
-    return this.cut()
+    return this.sinks.map((sink) => sink.finish())
   }
 
+  // Each sink starts the next batch with buffers sized from this one: a batch's buffers are allocated about once.
   private cut(): Array<ColumnData> {
     const columns = this.sinks.map((sink) => sink.finish())
-    this.sinks = this.options.sinks(this.capacity)
+    for (const sink of this.sinks) sink.reset()
     this.rows = 0
     this.bytes = 0
     return columns

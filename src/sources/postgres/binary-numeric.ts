@@ -1,6 +1,6 @@
 import { BinaryBuilder, NumberBuilder } from "../../runtime/columns/builders.js"
 import { DecodeFailure, decodeIntegralBigInt } from "./decode.js"
-import { badSize, type FieldSink, int16At, int32At, int64At, uint16At } from "./binary-wire.js"
+import { badSize, builderSink, type FieldSink, int16At, int32At, int64At, uint16At } from "./binary-wire.js"
 
 /** numeric and the decimal overrides: base-10000 digit groups written as exact decimal text, never rounded. */
 
@@ -55,76 +55,69 @@ export const writeGroup = (data: Uint8Array, at: number, group: number, digits: 
 export const numericDecimal = (precision: number, scale: number) => (capacity: number): FieldSink => {
   const builder = new BinaryBuilder(capacity)
   const maxIntegerDigits = precision - scale
-  return {
-    get length() {
-      return builder.length
-    },
-    value(b, at, size) {
-      if (size < 8) throw badSize("numeric", size)
-      const ndigits = int16At(b, at)
-      const weight = int16At(b, at + 2)
-      const sign = uint16At(b, at + 4)
-      if (size !== 8 + 2 * ndigits) throw badSize("numeric", size)
-      if (sign === NUMERIC_NAN || sign === NUMERIC_PINF || sign === NUMERIC_NINF) {
-        throw new DecodeFailure(`value ${numericText(b, at)} has no decimal representation`, NO_DECIMAL_HINT)
-      }
-      const first = at + 8
-      let nonZero = false
-      for (let i = 0; i < ndigits; i++) if (b[first + 2 * i] !== 0 || b[first + 2 * i + 1] !== 0) nonZero = true
-      // Integer digits: groups 0..weight, the first without leading zeros.
-      let integerDigits = 0
-      if (weight >= 0 && nonZero) {
-        let i = 0
-        while (i <= weight && (i >= ndigits || uint16At(b, first + 2 * i) === 0)) i++
-        if (i <= weight) integerDigits = groupDigits(uint16At(b, first + 2 * i)) + 4 * (weight - i)
-      }
-      if (integerDigits > maxIntegerDigits) {
+  return builderSink(builder, (b, at, size) => {
+    if (size < 8) throw badSize("numeric", size)
+    const ndigits = int16At(b, at)
+    const weight = int16At(b, at + 2)
+    const sign = uint16At(b, at + 4)
+    if (size !== 8 + 2 * ndigits) throw badSize("numeric", size)
+    if (sign === NUMERIC_NAN || sign === NUMERIC_PINF || sign === NUMERIC_NINF) {
+      throw new DecodeFailure(`value ${numericText(b, at)} has no decimal representation`, NO_DECIMAL_HINT)
+    }
+    const first = at + 8
+    let nonZero = false
+    for (let i = 0; i < ndigits; i++) if (b[first + 2 * i] !== 0 || b[first + 2 * i + 1] !== 0) nonZero = true
+    // Integer digits: groups 0..weight, the first without leading zeros.
+    let integerDigits = 0
+    if (weight >= 0 && nonZero) {
+      let i = 0
+      while (i <= weight && (i >= ndigits || uint16At(b, first + 2 * i) === 0)) i++
+      if (i <= weight) integerDigits = groupDigits(uint16At(b, first + 2 * i)) + 4 * (weight - i)
+    }
+    if (integerDigits > maxIntegerDigits) {
+      throw new DecodeFailure(
+        `value ${numericText(b, at)} does not fit decimal(${precision},${scale})`,
+        "raise the precision in the column's type override"
+      )
+    }
+    // Fractional digits past `scale` must be zeros: group i holds positions (i - weight - 1) * 4 … + 3.
+    for (let i = Math.max(0, weight + 1); i < ndigits; i++) {
+      const group = uint16At(b, first + 2 * i)
+      if (group === 0) continue
+      const start = (i - weight - 1) * 4
+      const keep = scale - start
+      if (keep >= 4) continue
+      if (keep <= 0 || group % POW10[4 - keep]! !== 0) {
         throw new DecodeFailure(
-          `value ${numericText(b, at)} does not fit decimal(${precision},${scale})`,
-          "raise the precision in the column's type override"
+          `value ${numericText(b, at)} has more than ${scale} fractional digits; Rivet never rounds`,
+          "raise the scale in the column's type override, or round explicitly in SQL"
         )
       }
-      // Fractional digits past `scale` must be zeros: group i holds positions (i - weight - 1) * 4 … + 3.
-      for (let i = Math.max(0, weight + 1); i < ndigits; i++) {
-        const group = uint16At(b, first + 2 * i)
-        if (group === 0) continue
-        const start = (i - weight - 1) * 4
-        const keep = scale - start
-        if (keep >= 4) continue
-        if (keep <= 0 || group % POW10[4 - keep]! !== 0) {
-          throw new DecodeFailure(
-            `value ${numericText(b, at)} has more than ${scale} fractional digits; Rivet never rounds`,
-            "raise the scale in the column's type override, or round explicitly in SQL"
-          )
-        }
+    }
+    builder.reserve(integerDigits + scale + 3)
+    const data = builder.data
+    let out = builder.end
+    if (sign === NUMERIC_NEG && nonZero) data[out++] = 45
+    if (integerDigits === 0) data[out++] = 48
+    else {
+      let i = 0
+      while (uint16At(b, first + 2 * i) === 0) i++
+      for (let leading = true; i <= weight; i++, leading = false) {
+        const group = i < ndigits ? uint16At(b, first + 2 * i) : 0
+        out = writeGroup(data, out, group, leading ? groupDigits(group) : 4)
       }
-      builder.reserve(integerDigits + scale + 3)
-      const data = builder.data
-      let out = builder.end
-      if (sign === NUMERIC_NEG && nonZero) data[out++] = 45
-      if (integerDigits === 0) data[out++] = 48
-      else {
-        let i = 0
-        while (uint16At(b, first + 2 * i) === 0) i++
-        for (let leading = true; i <= weight; i++, leading = false) {
-          const group = i < ndigits ? uint16At(b, first + 2 * i) : 0
-          out = writeGroup(data, out, group, leading ? groupDigits(group) : 4)
-        }
+    }
+    if (scale > 0) {
+      data[out++] = 46
+      for (let k = 0; k < scale; k += 4) {
+        const i = weight + 1 + k / 4
+        const group = i >= 0 && i < ndigits ? uint16At(b, first + 2 * i) : 0
+        const digits = Math.min(4, scale - k)
+        out = writeGroup(data, out, Math.floor(group / POW10[4 - digits]!), digits)
       }
-      if (scale > 0) {
-        data[out++] = 46
-        for (let k = 0; k < scale; k += 4) {
-          const i = weight + 1 + k / 4
-          const group = i >= 0 && i < ndigits ? uint16At(b, first + 2 * i) : 0
-          const digits = Math.min(4, scale - k)
-          out = writeGroup(data, out, Math.floor(group / POW10[4 - digits]!), digits)
-        }
-      }
-      builder.commit(out - builder.end)
-    },
-    nul: () => builder.appendNull(),
-    finish: () => builder.finish()
-  }
+    }
+    builder.commit(out - builder.end)
+  })
 }
 
 /** int2/4/8 → `decimal(precision,scale)` (the override): the integer's digits, then `scale` zeros. */
@@ -132,41 +125,27 @@ export const integerDecimal = (width: 2 | 4 | 8, precision: number, scale: numbe
   const builder = new BinaryBuilder(capacity)
   const maxIntegerDigits = precision - scale
   const zeros = scale > 0 ? "." + "0".repeat(scale) : ""
-  return {
-    get length() {
-      return builder.length
-    },
-    value(b, at, size) {
-      if (size !== width) throw badSize(`int${width}`, size)
-      const value = width === 2 ? int16At(b, at) : width === 4 ? int32At(b, at) : int64At(b, at)
-      const text = String(value)
-      const digits = value === 0 || value === 0n ? 0 : text.length - (text.charCodeAt(0) === 45 ? 1 : 0)
-      if (digits > maxIntegerDigits) {
-        throw new DecodeFailure(
-          `value ${text} does not fit decimal(${precision},${scale})`,
-          "raise the precision in the column's type override"
-        )
-      }
-      builder.appendString(text + zeros)
-    },
-    nul: () => builder.appendNull(),
-    finish: () => builder.finish()
-  }
+  return builderSink(builder, (b, at, size) => {
+    if (size !== width) throw badSize(`int${width}`, size)
+    const value = width === 2 ? int16At(b, at) : width === 4 ? int32At(b, at) : int64At(b, at)
+    const text = String(value)
+    const digits = value === 0 || value === 0n ? 0 : text.length - (text.charCodeAt(0) === 45 ? 1 : 0)
+    if (digits > maxIntegerDigits) {
+      throw new DecodeFailure(
+        `value ${text} does not fit decimal(${precision},${scale})`,
+        "raise the precision in the column's type override"
+      )
+    }
+    builder.appendString(text + zeros)
+  })
 }
 
 /** numeric → int64 (the override): must be integral and fit 64 bits. */
 export const numericInt64 = (capacity: number): FieldSink => {
   const builder = new NumberBuilder("int64", capacity)
-  return {
-    get length() {
-      return builder.length
-    },
-    value(b, at, size) {
-      if (size < 8) throw badSize("numeric", size)
-      builder.pushBigInt(decodeIntegralBigInt(numericText(b, at)) as bigint)
-    },
-    nul: () => builder.appendNull(),
-    finish: () => builder.finish()
-  }
+  return builderSink(builder, (b, at, size) => {
+    if (size < 8) throw badSize("numeric", size)
+    builder.pushBigInt(decodeIntegralBigInt(numericText(b, at)) as bigint)
+  })
 }
 

@@ -11,7 +11,28 @@ export interface FieldSink {
   value(bytes: Uint8Array, at: number, size: number): void
   nul(): void
   finish(): ColumnData
+  /** Starts the next batch after `finish()`, with buffers sized from the batch just finished. */
+  reset(): void
 }
+
+/** The column builders behind field sinks (see builders.ts). */
+interface SinkBuilder {
+  readonly length: number
+  appendNull(): void
+  finish(): ColumnData
+  reset(): void
+}
+
+/** The sink that appends each value to `builder` with `value` (which throws `DecodeFailure` for a bad one). */
+export const builderSink = (builder: SinkBuilder, value: (bytes: Uint8Array, at: number, size: number) => void): FieldSink => ({
+  get length() {
+    return builder.length
+  },
+  value,
+  nul: () => builder.appendNull(),
+  finish: () => builder.finish(),
+  reset: () => builder.reset()
+})
 
 export const badSize = (what: string, size: number): DecodeFailure =>
   new DecodeFailure(`unexpected binary ${what} value of ${size} bytes`)

@@ -60,6 +60,20 @@ describe("transferable", () => {
     expect([...values]).toEqual([7, 8])
   })
 
+  it("transfers a builder's buffer with its unused slack, and copies any other view of it", () => {
+    const builder = new NumberBuilder("int32", 8)
+    for (let i = 0; i < 7; i++) builder.push(i)
+    const column = builder.finish() as Int32Data
+    expect(column.values.buffer.byteLength).toBe(32) // 7 values and the slack of one
+    const prefix: Int32Data = { ...column, length: 2, values: column.values.subarray(0, 2) }
+    const copied = transferable([prefix])
+    expect(copied.transfer).toHaveLength(1)
+    expect((copied.columns[0] as Int32Data).values.buffer).not.toBe(column.values.buffer)
+    const received = postAndReceive([column])[0] as Int32Data
+    expect([...received.values]).toEqual([0, 1, 2, 3, 4, 5, 6])
+    expect(column.values.length).toBe(0) // the builder's buffer itself went over
+  })
+
   it("lists: the offsets and the child's buffers travel too", () => {
     const list = new ListBuilder(new NumberBuilder("int32", 4))
     list.child.push(1)
