@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type postgres from "postgres"
 import type { SourceError } from "../../runtime/errors.js"
+import { type CancellableQuery, sendCancel } from "./cancel-request.js"
 import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
 import { connectionLost } from "./session.js"
 
@@ -49,31 +50,11 @@ export class CopyEndedEarly extends Error {
   }
 }
 
-type HookedQuery = postgres.PendingQuery<postgres.Row[]> & {
-  resolve: (value: unknown) => void
-  active: boolean
-  /** postgres.js' pool function that sends the cancel request; its promise settles once the server took it. */
-  canceller?: ((query: unknown) => Promise<void>) | null
-}
-
-/**
- * Sends the cancel request for `query` and resolves once the server has taken it (the request's connection closed).
- * postgres.js 3.4.9's `query.cancel()` returns null, not that promise: not waiting for it, a COPY that ends by itself
- * meanwhile frees its connection with the request still on its way, and the request then cancels the connection's
- * next statement — another unit's (hazard 4).
- */
-const sendCancel = (query: HookedQuery): Promise<void> => {
-  // Not running: over (nothing to cancel), or queued behind another statement, which postgres.js cancels once it
-  // starts. Its canceller would then settle only when the query becomes active — for a finished one, never.
-  if (!query.active) {
-    query.cancel()
-    return Promise.resolve()
+type HookedQuery = postgres.PendingQuery<postgres.Row[]> &
+  CancellableQuery & {
+    resolve: (value: unknown) => void
+    active: boolean
   }
-  const canceller = query.canceller
-  if (typeof canceller !== "function") return Promise.resolve()
-  query.canceller = null
-  return canceller(query)
-}
 
 /** How often a COPY that is being stopped checks whether its connection is still there. */
 const LOST_POLL_MS = 250

@@ -3,6 +3,7 @@ import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import type postgres from "postgres"
 import type { SourceError } from "../../runtime/errors.js"
+import { type CancellableQuery, sendCancel } from "./cancel-request.js"
 import { type ErrorContext, fromPostgres } from "./errors.js"
 import { quoteIdent } from "./statement.js"
 
@@ -38,9 +39,8 @@ interface Transaction {
  * What a postgres.js query exposes beyond its types: `executed` is set once it was handed to its connection (then
  * postgres.js has attached its own rejection handler, so a cancelled query never rejects unhandled).
  */
-interface TrackedQuery {
+interface TrackedQuery extends CancellableQuery {
   readonly executed?: boolean
-  readonly cancel: () => unknown
 }
 
 /** How long ending a transaction waits for its cancelled statement to stop. */
@@ -56,11 +56,10 @@ const sentQueries = new WeakMap<postgres.TransactionSql, Set<TrackedQuery>>()
  * on, and the transaction's end (queued behind it on the same connection) waits as long, e.g. a lock wait with
  * `lock_timeout_s: 0` until the lock is released. Cancelling a finished query does nothing.
  */
-export const cancelRunning = (sql: postgres.TransactionSql): void => {
-  const queries = sentQueries.get(sql)
-  if (queries === undefined) return
-  for (const query of queries) if (query.executed === true) void query.cancel()
-  queries.clear()
+export const cancelRunning = async (sql: postgres.TransactionSql): Promise<void> => {
+  const queries = [...(sentQueries.get(sql) ?? [])].filter((query) => query.executed === true)
+  sentQueries.get(sql)?.clear()
+  await Promise.all(queries.map(sendCancel))
 }
 
 /** Whether a transaction's connection has closed (see `connectionLost`). */
@@ -213,11 +212,15 @@ export const openSession = (
       (started, exit) =>
         Effect.promise(async () => {
           if (!Exit.isFailure(exit) || (await connectionLost(started.sql))) return started.end()
-          cancelRunning(started.sql)
-          // Should the cancel request not get through, the end waits behind the statement: bounded, after which
-          // closing the pool (the source's scope) closes the connection under it.
+          // The end is sent once the server has taken the cancel request: a request still on its way could otherwise
+          // cancel the statement the connection runs next (another export's). Should it not get through, the end
+          // waits behind the statement: bounded, after which closing the pool (the source's scope) closes the
+          // connection under it.
           let timer: ReturnType<typeof setTimeout> | undefined
-          await Promise.race([started.end(), new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS)))])
+          await Promise.race([
+            cancelRunning(started.sql).then(() => started.end()),
+            new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS)))
+          ])
           clearTimeout(timer)
         })
     )
