@@ -98,6 +98,7 @@ export interface ColumnDecoder {
   /** Appends one value (null for SQL NULL); throws `ZeroDate` / `BadValue`. */
   readonly append: (bytes: Buffer | null) => void
   readonly appendNull: () => void
+  /** The batch's column; the builder is then reset for the next batch (buffers sized from this one). */
   readonly finish: () => ColumnData
   /** Bytes held so far (for sizing batches by bytes). */
   readonly byteLength: () => number
@@ -110,12 +111,16 @@ const integerText = (bytes: Buffer): number => {
   return negative ? -value : value
 }
 
-/** A fresh builder and decoder for one column of a batch of about `capacity` rows. */
+/** A builder and decoder for one column, reused batch after batch (about `capacity` rows each). */
 export const columnDecoder = (plan: ColumnPlan, capacity: number): ColumnDecoder => {
   const make = (builder: Builder, append: (bytes: Buffer) => void, size: () => number): ColumnDecoder => ({
     append: (bytes) => (bytes === null ? builder.appendNull() : append(bytes)),
     appendNull: () => builder.appendNull(),
-    finish: () => builder.finish(),
+    finish: () => {
+      const column = builder.finish()
+      builder.reset()
+      return column
+    },
     byteLength: size
   })
   switch (plan.decode) {

@@ -204,7 +204,6 @@ class RowPump {
   private flush(): void {
     if (this.rows === 0) return
     this.ready.push(batchFromColumns(this.schema, this.decoders.map((decoder) => decoder.finish())))
-    this.decoders = this.freshDecoders()
     this.rows = 0
     this.signal()
   }
