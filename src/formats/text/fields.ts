@@ -1,6 +1,7 @@
 import { type BatchSchema, formatLogicalType, type LogicalType } from "../../runtime/batch.js"
 import { type ColumnData, isValid, type Layout } from "../../runtime/columns/data.js"
 import { float32Text, float64Text, int64Halves, safeInt64, writeInt } from "./numbers.js"
+import { FloatTexts, floatWriter } from "./floats.js"
 import type { ByteOut } from "./out.js"
 import { TimestampWriter, writeClock, writeDate } from "./temporal.js"
 
@@ -268,12 +269,8 @@ const plainText = (type: LogicalType): FieldFactory | undefined => {
       return int64Text(false)
     case "float32":
     case "float64": {
-      const text = type.kind === "float32" ? float32Text : float64Text
-      return (column) => {
-        if (column.layout !== "float32" && column.layout !== "float64") throw new TypeError(`expected floats, got ${column.layout}`)
-        const values = column.values
-        return (out, row) => out.ascii(text(values[row]!))
-      }
+      const texts = new FloatTexts(type.kind === "float32" ? float32Text : float64Text)
+      return (column) => floatWriter(column, texts)
     }
     case "bool":
       return (column) => {
@@ -364,15 +361,8 @@ export const jsonField = (type: LogicalType): FieldFactory | undefined => {
     case "float32":
     case "float64": {
       const text = type.kind === "float32" ? float32Text : float64Text
-      return (column) => {
-        if (column.layout !== "float32" && column.layout !== "float64") throw new TypeError(`expected floats, got ${column.layout}`)
-        const values = column.values
-        return (out, row) => {
-          const n = values[row]!
-          if (Number.isFinite(n)) out.ascii(text(n))
-          else out.ascii(`"${n}"`)
-        }
-      }
+      const texts = new FloatTexts((n) => (Number.isFinite(n) ? text(n) : `"${n}"`))
+      return (column) => floatWriter(column, texts)
     }
     case "date":
     case "time":
