@@ -2,7 +2,8 @@ import * as Effect from "effect/Effect"
 import { type Batch, type BatchSchema, formatLogicalType } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
-import { batchMismatch, type FieldFactory, type FieldWriter, jsonField } from "../text/fields.js"
+import { type FieldFactory, type FieldWriter, jsonField } from "../text/fields.js"
+import { batchMismatch } from "../text/layout.js"
 import { ByteOut } from "../text/out.js"
 
 const failure = (message: string, hint?: string) =>
