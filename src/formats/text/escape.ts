@@ -49,54 +49,56 @@ const SHORT_ESCAPE: Record<number, number> = { 0x08: 0x62, 0x09: 0x74, 0x0a: 0x6
 
 /** A JSON string of UTF-8 text, escaped exactly as `JSON.stringify` does (`\n`, `\u001f`, `\"`, `\\`). */
 export const writeJsonString = (out: ByteOut, data: Uint8Array, start: number, end: number): void => {
-  let clean = true
-  for (let i = start; i < end; i++) {
-    if (JSON_ESCAPE[data[i]!] === 1) {
-      clean = false
-      break
-    }
-  }
-  if (clean) {
-    out.ensure(end - start + 2)
-    out.buf[out.pos++] = QUOTE
-    out.copy(data, start, end)
-    out.buf[out.pos++] = QUOTE
-    return
-  }
-  out.ensure(6 * (end - start) + 2)
-  const buf = out.buf
+  // One pass: copy until the first byte to escape (most text has none), then escape the rest.
+  out.ensure(end - start + 2)
+  let buf = out.buf
   let pos = out.pos
   buf[pos++] = QUOTE
-  for (let i = start; i < end; i++) {
+  let i = start
+  for (; i < end; i++) {
     const byte = data[i]!
-    if (JSON_ESCAPE[byte] !== 1) {
-      buf[pos++] = byte
-      continue
-    }
-    buf[pos++] = BACKSLASH
-    if (byte === QUOTE || byte === BACKSLASH) buf[pos++] = byte
-    else if (SHORT_ESCAPE[byte] !== undefined) buf[pos++] = SHORT_ESCAPE[byte]
-    else {
-      buf[pos++] = 0x75 // u00XX, lowercase hex as JSON.stringify writes it
-      buf[pos++] = 0x30
-      buf[pos++] = 0x30
-      buf[pos++] = HEX[byte >>> 4]!
-      buf[pos++] = HEX[byte & 15]!
+    if (JSON_ESCAPE[byte] === 1) break
+    buf[pos++] = byte
+  }
+  if (i < end) {
+    out.pos = pos
+    out.ensure(6 * (end - i) + 1)
+    buf = out.buf
+    for (; i < end; i++) {
+      const byte = data[i]!
+      if (JSON_ESCAPE[byte] !== 1) {
+        buf[pos++] = byte
+        continue
+      }
+      buf[pos++] = BACKSLASH
+      if (byte === QUOTE || byte === BACKSLASH) buf[pos++] = byte
+      else if (SHORT_ESCAPE[byte] !== undefined) buf[pos++] = SHORT_ESCAPE[byte]
+      else {
+        buf[pos++] = 0x75 // u00XX, lowercase hex as JSON.stringify writes it
+        buf[pos++] = 0x30
+        buf[pos++] = 0x30
+        buf[pos++] = HEX[byte >>> 4]!
+        buf[pos++] = HEX[byte & 15]!
+      }
     }
   }
   buf[pos++] = QUOTE
   out.pos = pos
 }
 
+/** Each byte as itself, except CR and LF: spaces. */
+const ONE_LINE = Uint8Array.from({ length: 256 }, (_, b) => (b === LF || b === CR ? SPACE : b))
+
 /**
  * JSON text embedded as is, except line breaks — which valid JSON can only hold as insignificant whitespace and
  * which would split an NDJSON line — written as spaces.
  */
 export const writeJsonText = (out: ByteOut, data: Uint8Array, start: number, end: number): void => {
-  const at = out.pos
-  out.copy(data, start, end)
+  out.ensure(end - start)
   const buf = out.buf
-  for (let i = at; i < out.pos; i++) if (buf[i] === LF || buf[i] === CR) buf[i] = SPACE
+  let pos = out.pos
+  for (let i = start; i < end; i++) buf[pos++] = ONE_LINE[data[i]!]!
+  out.pos = pos
 }
 
 const CSV_SPECIAL = new Uint8Array(256)
