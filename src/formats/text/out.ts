@@ -6,7 +6,7 @@ export interface Viewed {
   readonly view: DataView
 }
 
-export const viewOf = (data: Uint8Array): DataView => new DataView(data.buffer, data.byteOffset, data.byteLength)
+const viewOf = (data: Uint8Array): DataView => new DataView(data.buffer, data.byteOffset, data.byteLength)
 
 export const viewed = (data: Uint8Array): Viewed => ({ data, view: viewOf(data) })
 
