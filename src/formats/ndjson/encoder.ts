@@ -62,14 +62,10 @@ const encodeRows = (
   for (let r = 0; r < batch.rowCount; r++) {
     for (let c = 0; c < width; c++) {
       const valid = validity[c]
-      if (valid === undefined || (valid[r >>> 3]! & (1 << (r & 7))) !== 0) {
-        const prefix = prefixes[c]!
-        out.copyViewed(prefix, 0, prefix.data.length)
-        writers[c]!(out, r)
-      } else {
-        const prefix = nulls[c]!
-        out.copyViewed(prefix, 0, prefix.data.length)
-      }
+      const present = valid === undefined || (valid[r >>> 3]! & (1 << (r & 7))) !== 0
+      const prefix = present ? prefixes[c]! : nulls[c]!
+      out.copyViewed(prefix, 0, prefix.data.length)
+      if (present) writers[c]!(out, r)
     }
     out.copy(rowEnd, 0, rowEnd.length)
   }
