@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { csvField, type FieldFactory, jsonField } from "../../src/formats/text/fields.js"
 import { float32Text, float64Text } from "../../src/formats/text/numbers.js"
-import { ByteOut } from "../../src/formats/text/out.js"
+import { ByteOut, viewed } from "../../src/formats/text/out.js"
 import { type LogicalType, makeBatch, type Value } from "../../src/runtime/batch.js"
 import { renderDate, renderTime, renderTimestamp, renderTimestamptz } from "../../src/runtime/temporal-text.js"
 import { shortestFloat32 } from "./roundtrip-arbitraries.js"
@@ -271,5 +271,25 @@ describe("JSON values", () => {
     expect(nested([[1.5, Number.NaN], null, []])).toBe('[[1.5,"NaN"],null,[]]')
     const docs = json({ kind: "list", element: { kind: "json" } })
     expect(JSON.parse(docs(['{"a":1}', "null", "[2,\n3]"]))).toEqual([{ a: 1 }, null, [2, 3]])
+  })
+})
+
+describe("ByteOut.copyViewed", () => {
+  it("copies any range of a view into the output, across growth, four bytes at a time or not", () => {
+    const source = Uint8Array.from({ length: 300 }, (_, i) => (i * 37 + 11) & 0xff)
+    // A view into a larger buffer, at an odd offset: the DataView must cover exactly these bytes.
+    const backing = new Uint8Array(source.length + 7)
+    backing.set(source, 3)
+    const bytes = viewed(backing.subarray(3, 3 + source.length))
+    const out = new ByteOut(1)
+    const expected: Array<number> = []
+    const next = random(5)
+    for (let i = 0; i < 2000; i++) {
+      const start = Math.floor(next() * source.length)
+      const end = Math.min(source.length, start + Math.floor(next() * (i % 3 === 0 ? 100 : 12)))
+      out.copyViewed(bytes, start, end)
+      expected.push(...source.subarray(start, end))
+    }
+    expect(Buffer.concat(out.take()).equals(Buffer.from(expected))).toBe(true)
   })
 })

@@ -3,7 +3,8 @@ import * as Effect from "effect/Effect"
 import { type Batch, type BatchSchema, formatLogicalType } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
 import type { PartEncoder, RenderedPartEncoder } from "../../runtime/plugin.js"
-import { batchMismatch, csvField, type FieldFactory, type FieldWriter } from "../text/fields.js"
+import { csvField, type FieldFactory, type FieldWriter } from "../text/fields.js"
+import { batchMismatch } from "../text/layout.js"
 import { ByteOut } from "../text/out.js"
 
 const COMMA = 0x2c

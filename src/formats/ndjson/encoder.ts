@@ -2,8 +2,9 @@ import * as Effect from "effect/Effect"
 import { type Batch, type BatchSchema, formatLogicalType } from "../../runtime/batch.js"
 import { FormatError } from "../../runtime/errors.js"
 import type { PartEncoder } from "../../runtime/plugin.js"
-import { batchMismatch, type FieldFactory, type FieldWriter, jsonField } from "../text/fields.js"
-import { ByteOut } from "../text/out.js"
+import { type FieldFactory, type FieldWriter, jsonField } from "../text/fields.js"
+import { batchMismatch } from "../text/layout.js"
+import { ByteOut, type Viewed, viewed } from "../text/out.js"
 
 const failure = (message: string, hint?: string) =>
   new FormatError({ format: "ndjson", message, ...(hint === undefined ? {} : { hint }) })
@@ -37,15 +38,16 @@ export const ndjsonFields = (schema: BatchSchema): Effect.Effect<ReadonlyArray<F
   return Effect.succeed(fields)
 }
 
-const NULL = Buffer.from("null")
-
-/** `{"a":` for the first column, `,"b":` for the next ones, as UTF-8. */
-const keyPrefixes = (schema: BatchSchema): ReadonlyArray<Uint8Array> =>
-  schema.columns.map((column, c) => Buffer.from(`${c === 0 ? "{" : ","}${JSON.stringify(column.name)}:`, "utf8"))
+/** `{"a":` for the first column, `,"b":` for the next ones, then `suffix`, as UTF-8. */
+const keyPrefixes = (schema: BatchSchema, suffix = ""): ReadonlyArray<Viewed> =>
+  schema.columns.map((column, c) =>
+    viewed(new TextEncoder().encode(`${c === 0 ? "{" : ","}${JSON.stringify(column.name)}:${suffix}`))
+  )
 
 const encodeRows = (
   batch: Batch,
-  prefixes: ReadonlyArray<Uint8Array>,
+  prefixes: ReadonlyArray<Viewed>,
+  nulls: ReadonlyArray<Viewed>,
   fields: ReadonlyArray<FieldFactory>,
   rowEnd: Uint8Array,
   out: ByteOut
@@ -59,11 +61,11 @@ const encodeRows = (
   }
   for (let r = 0; r < batch.rowCount; r++) {
     for (let c = 0; c < width; c++) {
-      const prefix = prefixes[c]!
-      out.copy(prefix, 0, prefix.length)
       const valid = validity[c]
-      if (valid === undefined || (valid[r >>> 3]! & (1 << (r & 7))) !== 0) writers[c]!(out, r)
-      else out.copy(NULL, 0, 4)
+      const present = valid === undefined || (valid[r >>> 3]! & (1 << (r & 7))) !== 0
+      const prefix = present ? prefixes[c]! : nulls[c]!
+      out.copyViewed(prefix, 0, prefix.data.length)
+      if (present) writers[c]!(out, r)
     }
     out.copy(rowEnd, 0, rowEnd.length)
   }
@@ -72,6 +74,8 @@ const encodeRows = (
 /** An NDJSON part: one JSON object per row, each line ended by `\n`; a part without rows is empty. */
 export const makeNdjsonEncoder = (schema: BatchSchema, fields: ReadonlyArray<FieldFactory>): PartEncoder => {
   const prefixes = keyPrefixes(schema)
+  // A NULL's key and value in one copy.
+  const nulls = keyPrefixes(schema, "null")
   const rowEnd = Buffer.from(fields.length === 0 ? "{}\n" : "}\n")
   const out = new ByteOut()
   return {
@@ -82,7 +86,7 @@ export const makeNdjsonEncoder = (schema: BatchSchema, fields: ReadonlyArray<Fie
         )
       const mismatch = batchMismatch(schema, batch.columns, batch.rowCount)
       if (mismatch !== undefined) return yield* failure(mismatch, "the source or transform built a batch that does not match its schema")
-      encodeRows(batch, prefixes, fields, rowEnd, out)
+      encodeRows(batch, prefixes, nulls, fields, rowEnd, out)
       return out.take()
     }),
     finish: Effect.succeed([])

@@ -1,17 +1,30 @@
 const MIN_CAPACITY = 64 * 1024
 
+/** Bytes with a DataView over exactly them, for `ByteOut.copyViewed`. */
+export interface Viewed {
+  readonly data: Uint8Array
+  readonly view: DataView
+}
+
+const viewOf = (data: Uint8Array): DataView => new DataView(data.buffer, data.byteOffset, data.byteLength)
+
+export const viewed = (data: Uint8Array): Viewed => ({ data, view: viewOf(data) })
+
 /**
  * A growing byte buffer the text encoders render into, field by field: no JS string per value and no string
- * concatenation per line. Writers call `ensure(n)` and then write at `buf[pos…]` directly (`buf` may be replaced
- * by `ensure`, so it is read after it). `take` hands over what was written and starts a fresh buffer, sized from
- * the previous batch (the bytes handed over are never reused).
+ * concatenation per line. Writers call `ensure(n)` and then write at `buf[pos…]` directly (`buf` and `view` may
+ * be replaced by `ensure`, so they are read after it). `take` hands over what was written and starts a fresh
+ * buffer, sized from the previous batch (the bytes handed over are never reused).
  */
 export class ByteOut {
   buf: Uint8Array<ArrayBuffer>
+  /** A DataView over `buf`, to move four bytes at a time. */
+  view: DataView
   pos = 0
 
   constructor(capacity = MIN_CAPACITY) {
     this.buf = Buffer.allocUnsafe(capacity)
+    this.view = viewOf(this.buf)
   }
 
   /** Makes room for `bytes` more bytes after `pos`. */
@@ -23,6 +36,7 @@ export class ByteOut {
     const grown = Buffer.allocUnsafe(capacity)
     grown.set(this.buf.subarray(0, this.pos))
     this.buf = grown
+    this.view = viewOf(grown)
   }
 
   byte(value: number): void {
@@ -54,10 +68,32 @@ export class ByteOut {
     this.pos += length
   }
 
+  /**
+   * Bytes `source[start…end)`, copied four at a time: short copies (keys, names, codes) dominate, and for them
+   * this beats both a byte loop and a `set` of a fresh subarray.
+   */
+  copyViewed(source: Viewed, start: number, end: number): void {
+    const length = end - start
+    this.ensure(length)
+    if (length >= 64) {
+      this.buf.set(source.data.subarray(start, end), this.pos)
+      this.pos += length
+      return
+    }
+    const from = source.view
+    const view = this.view
+    let pos = this.pos
+    let i = start
+    for (; i + 4 <= end; i += 4, pos += 4) view.setUint32(pos, from.getUint32(i, true), true)
+    for (; i < end; i++) view.setUint8(pos++, from.getUint8(i))
+    this.pos = pos
+  }
+
   take(): ReadonlyArray<Uint8Array> {
     if (this.pos === 0) return []
     const bytes = this.buf.subarray(0, this.pos)
     this.buf = Buffer.allocUnsafe(Math.max(MIN_CAPACITY, this.pos + (this.pos >> 3)))
+    this.view = viewOf(this.buf)
     this.pos = 0
     return [bytes]
   }
