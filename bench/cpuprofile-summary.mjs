@@ -9,8 +9,8 @@
  *
  * The CLI is bundled (dist/bundle/*.js), so a profile names bundle chunks, not packages. esbuild starts each
  * module's code in a chunk with a `// path/of/module.js` comment line; a frame is attributed to the last such
- * comment above its line, which gives back e.g. node_modules/hyparquet-writer/src/… or dist/formats/… (built from
- * src/formats/…).
+ * comment above its line, which gives back e.g. node_modules/hyparquet-writer/src/… or dist/plugins/formats/… (built from
+ * src/plugins/formats/…).
  */
 import console from "node:console"
 import { readdirSync, readFileSync, statSync } from "node:fs"
@@ -82,7 +82,7 @@ const moduleOf = (url, line) => {
   return relative.startsWith("..") ? file : sourceOf(relative)
 }
 
-// dist/formats/parquet/columns.js → src/formats/parquet/columns.ts, where that file exists (tsc keeps the layout).
+// dist/plugins/formats/parquet/columns.js → src/plugins/formats/parquet/columns.ts, where that file exists (tsc keeps the layout).
 const sourceOf = (module) => {
   const match = /^dist\/(.+)\.js$/.exec(module)
   if (match === null || match[1].startsWith("bundle/")) return module
@@ -95,7 +95,7 @@ const sourceOf = (module) => {
   }
 }
 
-// node_modules/@scope/pkg/… → @scope/pkg; dist/formats/parquet/x.js → rivet src/formats/parquet; node:… → node.
+// node_modules/@scope/pkg/… → @scope/pkg; dist/plugins/formats/parquet/x.js → rivet src/plugins/formats/parquet; node:… → node.
 const areaOf = (module, name) => {
   if (module === "") return name.startsWith("(") ? name : "V8 builtins / native"
   const packages = module.split("node_modules/")

@@ -15,11 +15,11 @@
 import * as Arrow from "apache-arrow"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { makeCodec } from "../src/formats/parquet/compressors.js"
-import { ParquetConfig, rowGroupLimits } from "../src/formats/parquet/config.js"
-import { limbCount, parseDecimal } from "../src/formats/parquet/decimal.js"
-import { makePartEncoder } from "../src/formats/parquet/encoder.js"
-import { type Batch, type BatchSchema, type ColumnData, type LogicalType, makeBatch, type Value } from "../src/runtime/batch.js"
+import { makeCodec } from "../src/plugins/formats/parquet/compressors.js"
+import { ParquetConfig, rowGroupLimits } from "../src/plugins/formats/parquet/config.js"
+import { limbCount, parseDecimal } from "../src/plugins/formats/parquet/decimal.js"
+import { makePartEncoder } from "../src/plugins/formats/parquet/encoder.js"
+import { type Batch, type BatchSchema, type ColumnData, type LogicalType, makeBatch, type Value } from "../src/core/batch.js"
 
 const [candidate = "hyparquet", rowsArg, compressionArg, batchArg] = process.argv.slice(2)
 const totalRows = Number(rowsArg ?? 500_000)

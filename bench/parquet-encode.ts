@@ -13,11 +13,11 @@
  */
 import * as Effect from "effect/Effect"
 import { appendFileSync, writeFileSync } from "node:fs"
-import { type Batch, type BatchSchema, type LogicalType, makeBatch, type Value } from "../src/runtime/batch.js"
+import { type Batch, type BatchSchema, type LogicalType, makeBatch, type Value } from "../src/core/batch.js"
 import * as Schema from "effect/Schema"
-import { makeCodec } from "../src/formats/parquet/compressors.js"
-import { ParquetConfig, rowGroupLimits } from "../src/formats/parquet/config.js"
-import { makePartEncoder } from "../src/formats/parquet/encoder.js"
+import { makeCodec } from "../src/plugins/formats/parquet/compressors.js"
+import { ParquetConfig, rowGroupLimits } from "../src/plugins/formats/parquet/config.js"
+import { makePartEncoder } from "../src/plugins/formats/parquet/encoder.js"
 
 const [rowsArg, groupArg, compressionArg, batchArg, bytesArg] = process.argv.slice(2)
 const given = (arg: string | undefined) => (arg === undefined || arg === "default" ? undefined : Number(arg))

@@ -12,7 +12,7 @@ const [dist = "dist", table = "bench_2m"] = process.argv.slice(2)
 const url = process.env.RIVET_BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const load = (file) => import(pathToFileURL(path.resolve(dist, file)).href)
 const { default: source } = await load("sources/postgres/index.js")
-const { SourceDriver } = await load("runtime/plugin.js")
+const { SourceDriver } = await load("core/plugin.js")
 const config = await Effect.runPromise(Schema.decodeUnknown(source.config)({ url, statement_timeout_s: 0 }))
 const started = performance.now()
 const seconds = () => ((performance.now() - started) / 1000).toFixed(2)

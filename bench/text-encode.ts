@@ -14,9 +14,9 @@
  */
 import * as Effect from "effect/Effect"
 import { createHash } from "node:crypto"
-import { csvPartOpener } from "../src/formats/csv/encoder.js"
-import { ndjsonPartOpener } from "../src/formats/ndjson/encoder.js"
-import { type Batch, type BatchSchema, type LogicalType, makeBatch, type Value } from "../src/runtime/batch.js"
+import { csvPartOpener } from "../src/plugins/formats/csv/encoder.js"
+import { ndjsonPartOpener } from "../src/plugins/formats/ndjson/encoder.js"
+import { type Batch, type BatchSchema, type LogicalType, makeBatch, type Value } from "../src/core/batch.js"
 
 const [formatArg, rowsArg, floatsArg, eachArg] = process.argv.slice(2)
 const format = formatArg ?? "ndjson"

@@ -12,8 +12,8 @@ const previous = `${target}.old-${process.pid}`
 await build({
   entryPoints: {
     main: "dist/cli/main.js",
-    worker: "dist/runtime/lanes/worker.js",
-    "encoder-worker": "dist/formats/thread/encoder-worker.js"
+    worker: "dist/engine/lanes/worker.js",
+    "encoder-worker": "dist/plugins/formats/thread/encoder-worker.js"
   },
   outdir: staging,
   bundle: true,

@@ -1,13 +1,13 @@
 import type * as Schema from "effect/Schema"
-import type { CsvConfig } from "./formats/csv/config.js"
-import type { NdjsonConfig } from "./formats/ndjson/config.js"
-import type { ParquetConfig } from "./formats/parquet/config.js"
-import type { ExportCore, TopLevel } from "./runtime/config/model.js"
-import type { LocalConfig } from "./sinks/local/config.js"
-import type { S3Config } from "./sinks/s3/config.js"
-import type { StdoutConfig } from "./sinks/stdout/config.js"
-import type { MysqlConfig } from "./sources/mysql/config.js"
-import type { PostgresConfig } from "./sources/postgres/config.js"
+import type { CsvConfig } from "./plugins/formats/csv/config.js"
+import type { NdjsonConfig } from "./plugins/formats/ndjson/config.js"
+import type { ParquetConfig } from "./plugins/formats/parquet/config.js"
+import type { ExportCore, TopLevel } from "./config/model.js"
+import type { LocalConfig } from "./plugins/sinks/local/config.js"
+import type { S3Config } from "./plugins/sinks/s3/config.js"
+import type { StdoutConfig } from "./plugins/sinks/stdout/config.js"
+import type { MysqlConfig } from "./plugins/sources/mysql/config.js"
+import type { PostgresConfig } from "./plugins/sources/postgres/config.js"
 
 /**
  * The type of a config given in code, generated from the same schemas that decode the YAML file: an editor

@@ -7,20 +7,20 @@
 export { loadConfig, runExports, runExportsEffect, type ConfigInput, type RunExportsOptions } from "./api.js"
 export { defineConfig, type ExportInput, type LoadedPlugin, type RivetConfigInput } from "./config-input.js"
 export { mapRows, type Row } from "./map-rows.js"
-export type { ExportConfig, RivetConfig } from "./runtime/config/model.js"
+export type { ExportConfig, RivetConfig } from "./config/model.js"
 export * from "./plugin.js"
-export { exitCodeOf } from "./runtime/errors.js"
-export type { Manifest, PartRecord } from "./runtime/manifest.js"
-export type { ExportResult } from "./runtime/pipeline.js"
+export { exitCodeOf } from "./core/errors.js"
+export type { Manifest, PartRecord } from "./core/manifest.js"
+export type { ExportResult } from "./engine/pipeline.js"
 export {
   ProgressReporter,
   silentProgress,
   type ExportOutcome,
   type ExportProgress,
   type ProgressReporterShape
-} from "./runtime/progress.js"
-export type { ExportRun } from "./runtime/run.js"
-export { parseByteSize } from "./runtime/size.js"
+} from "./core/progress.js"
+export type { ExportRun } from "./engine/run.js"
+export { parseByteSize } from "./core/size.js"
 export {
   postgresStateLayer,
   sqliteStateLayer,

@@ -1,8 +1,8 @@
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { type Batch, type BatchSchema, batchToRows, InvalidValue, makeBatch, type Value } from "./runtime/batch.js"
-import { defectDetail, describeCause, PluginError } from "./runtime/errors.js"
-import type { BatchTransform } from "./runtime/plugin.js"
+import { type Batch, type BatchSchema, batchToRows, InvalidValue, makeBatch, type Value } from "./core/batch.js"
+import { defectDetail, describeCause, PluginError } from "./core/errors.js"
+import type { BatchTransform } from "./core/plugin.js"
 
 /** A row as `mapRows` hands it over: column name → value (see `Value` for each logical type's representation). */
 export type Row = Record<string, Value>

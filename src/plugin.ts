@@ -18,7 +18,7 @@ export {
   type ColumnData,
   type LogicalType,
   type Value
-} from "./runtime/batch.js"
+} from "./core/batch.js"
 export type {
   BinaryData,
   BoolData,
@@ -30,7 +30,7 @@ export type {
   Int64Data,
   Layout,
   ListData
-} from "./runtime/columns/data.js"
+} from "./core/columns/data.js"
 export {
   ConfigError,
   FormatError,
@@ -42,12 +42,12 @@ export {
   StateError,
   type RivetError,
   type SinkErrorReason
-} from "./runtime/errors.js"
-export { invalidKeyReason } from "./runtime/keys.js"
-export { ByteSize } from "./runtime/size.js"
+} from "./core/errors.js"
+export { invalidKeyReason } from "./core/keys.js"
+export { ByteSize } from "./core/size.js"
 /** Config fields database sources share (`url` / `url_env`, seconds): `SourceConfig.connectionUrlFields({ … })`. */
-export * as SourceConfig from "./runtime/source/config-fields.js"
-export * as Sink from "./runtime/sink/index.js"
+export * as SourceConfig from "./core/source/config-fields.js"
+export * as Sink from "./core/sink/index.js"
 export type {
   EnvVarNameOptions,
   RawUpload,
@@ -55,7 +55,7 @@ export type {
   SinkPrimitives,
   UploadRules,
   UsageProblem
-} from "./runtime/sink/index.js"
+} from "./core/sink/index.js"
 export {
   defineFormat,
   defineSink,
@@ -90,7 +90,7 @@ export {
   type SourceResult,
   type StoredObject,
   type UploadHandle
-} from "./runtime/plugin.js"
+} from "./core/plugin.js"
 export type {
   ColumnProblem,
   DiscoveredColumn,
@@ -98,4 +98,4 @@ export type {
   Discovery,
   EstimateSource,
   SkippedTable
-} from "./runtime/init/model.js"
+} from "./core/discovery/model.js"

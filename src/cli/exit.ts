@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import { exitCodeOf, type ConfigError, type RivetError } from "../runtime/errors.js"
+import { exitCodeOf, type ConfigError, type RivetError } from "../core/errors.js"
 import { renderError } from "./render.js"
 
 /**

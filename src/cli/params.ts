@@ -1,7 +1,7 @@
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
-import { ConfigError } from "../runtime/errors.js"
+import { ConfigError } from "../core/errors.js"
 import { ExitCode, printErrors } from "./exit.js"
 import { event } from "./progress.js"
 

@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import type { ChunkSpec, PlannedExport } from "../runtime/plan/model.js"
+import type { ChunkSpec, PlannedExport } from "../engine/plan/model.js"
 import { formatCount } from "./render.js"
 
 // Terminal control bytes from a query or a database value must not reach the user's terminal; newlines stay.

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { ProgressReporter, type ExportProgress } from "../runtime/progress.js"
-import { formatBytes } from "../runtime/size.js"
+import { ProgressReporter, type ExportProgress } from "../core/progress.js"
+import { formatBytes } from "../core/size.js"
 import { formatCount, formatDuration, formatRate, renderSummary } from "./render.js"
 
 const write = (text: string) => Effect.sync(() => void process.stderr.write(text))

@@ -1,6 +1,6 @@
-import type { RivetError } from "../runtime/errors.js"
-import type { ExportOutcome } from "../runtime/progress.js"
-import { formatBytes } from "../runtime/size.js"
+import type { RivetError } from "../core/errors.js"
+import type { ExportOutcome } from "../core/progress.js"
+import { formatBytes } from "../core/size.js"
 
 // Terminal control bytes from a database or server message must not reach the user's terminal.
 // eslint-disable-next-line no-control-regex

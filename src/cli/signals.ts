@@ -1,7 +1,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { ProgressReporter } from "../runtime/progress.js"
+import { ProgressReporter } from "../core/progress.js"
 import { formatDuration } from "./render.js"
 
 /**

@@ -1,9 +1,9 @@
 import * as Effect from "effect/Effect"
-import type { RivetConfig } from "../runtime/config/model.js"
-import type { RivetError } from "../runtime/errors.js"
-import type { ExportRun } from "../runtime/run.js"
-import { failures } from "../runtime/validate/findings.js"
-import { validateExport } from "../runtime/validate/validate.js"
+import type { RivetConfig } from "../config/model.js"
+import type { RivetError } from "../core/errors.js"
+import type { ExportRun } from "../engine/run.js"
+import { failures } from "../engine/validate/findings.js"
+import { validateExport } from "../engine/validate/validate.js"
 import { integrityErrorOf, renderValidation } from "./validate-render.js"
 
 /** Untracked objects listed after a run before the rest are only counted. */

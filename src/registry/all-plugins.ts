@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
-import type { ConfigPlugins } from "../runtime/config/json-schema.js"
-import type { ConfigError } from "../runtime/errors.js"
-import type { AnyPlugin } from "../runtime/plugin.js"
+import type { ConfigPlugins } from "../config/json-schema.js"
+import type { ConfigError } from "../core/errors.js"
+import type { AnyPlugin } from "../core/plugin.js"
 import { makeResolver } from "./resolver.js"
 
 /**

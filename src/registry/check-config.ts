@@ -1,11 +1,11 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { missingEnvVariables, type MissingEnvVariable } from "../runtime/config/env-keys.js"
-import { lintConfig, type LintFinding } from "../runtime/config/lint.js"
-import type { RivetConfig } from "../runtime/config/model.js"
-import { interpolate, parseYaml } from "../runtime/config/yaml.js"
-import { ConfigError } from "../runtime/errors.js"
+import { missingEnvVariables, type MissingEnvVariable } from "../config/env-keys.js"
+import { lintConfig, type LintFinding } from "../config/lint.js"
+import type { RivetConfig } from "../config/model.js"
+import { interpolate, parseYaml } from "../config/yaml.js"
+import { ConfigError } from "../core/errors.js"
 import { type LoadOptions, pathSegments, validateConfigFile } from "./load-config.js"
 
 /** What `rivet check` found in a config file. */

@@ -4,9 +4,9 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { PluginResolver } from "../runtime/config/decode.js"
-import { ConfigError, describeCause } from "../runtime/errors.js"
-import { type AnyPlugin, type FormatPlugin, PLUGIN_API_VERSION, type SinkPlugin, type SourcePlugin } from "../runtime/plugin.js"
+import type { PluginResolver } from "../config/decode.js"
+import { ConfigError, describeCause } from "../core/errors.js"
+import { type AnyPlugin, type FormatPlugin, PLUGIN_API_VERSION, type SinkPlugin, type SourcePlugin } from "../core/plugin.js"
 import { builtinFormats, builtinSinks, builtinSources } from "./builtins.js"
 
 type Kind = AnyPlugin["kind"]

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as path from "node:path"
-import { StateError } from "../runtime/errors.js"
+import { StateError } from "../core/errors.js"
 import { hasPostgresScheme, maskUrl, urlProblem } from "../lib/postgres-url.js"
 import { postgresStateLayer } from "./postgres.js"
 import { sqliteStateLayer } from "./sqlite.js"

@@ -1,5 +1,5 @@
 import * as Effect from "effect/Effect"
-import { StateError } from "../runtime/errors.js"
+import { StateError } from "../core/errors.js"
 import { int, type SqlBackend } from "./sql.js"
 
 /**

@@ -1,5 +1,5 @@
-import type { StateError } from "../runtime/errors.js"
-import { DEFAULT_RETRY_POLICY, type RetryPolicy, withRetry } from "../runtime/retry.js"
+import type { StateError } from "../core/errors.js"
+import { DEFAULT_RETRY_POLICY, type RetryPolicy, withRetry } from "../core/retry.js"
 import type { SqlBackend } from "./sql.js"
 
 const isTransient = (error: StateError): boolean => error.retryable === true

@@ -1,6 +1,6 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { StateError } from "../runtime/errors.js"
+import { StateError } from "../core/errors.js"
 import { LEASE_COLUMNS, toLease } from "./rows.js"
 import { text, type SqlBackend, type SqlExecutor } from "./sql.js"
 import type { LeaseAcquisition, LeaseProof, LeaseRenewal, LeaseRequest } from "./store.js"

@@ -1,8 +1,8 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { StateError } from "../runtime/errors.js"
-import type { PartRecord } from "../runtime/manifest.js"
+import { StateError } from "../core/errors.js"
+import type { PartRecord } from "../core/manifest.js"
 import {
   LEASE_COLUMNS,
   NEWEST_RUN_FIRST,

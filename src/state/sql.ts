@@ -1,5 +1,5 @@
 import type * as Effect from "effect/Effect"
-import type { StateError } from "../runtime/errors.js"
+import type { StateError } from "../core/errors.js"
 
 /**
  * The little each state backend provides: run portable SQL (with `?` placeholders) and group statements in a

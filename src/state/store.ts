@@ -1,8 +1,8 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import type { StateError } from "../runtime/errors.js"
-import type { PartRecord } from "../runtime/manifest.js"
+import type { StateError } from "../core/errors.js"
+import type { PartRecord } from "../core/manifest.js"
 
 /**
  * What Rivet remembers between runs, per export: the incremental cursor, a journal of runs, the parts each run

@@ -8,9 +8,9 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import type { SinkError } from "../runtime/errors.js"
-import { SinkDriver } from "../runtime/plugin.js"
-import type { SinkDriverShape, UploadHandle } from "../runtime/plugin.js"
+import type { SinkError } from "../core/errors.js"
+import { SinkDriver } from "../core/plugin.js"
+import type { SinkDriverShape, UploadHandle } from "../core/plugin.js"
 import { blocksOf, bytesOf, concatBytes, differenceOf, shuffled } from "./bytes.js"
 
 /** How the conformance suite reaches the sink under test and looks at the destination behind its back. */

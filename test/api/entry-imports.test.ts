@@ -50,7 +50,7 @@ describe("package entry points (dist, after npm run build)", () => {
   })
 
   it("the check sees the AWS SDK when something does load it (the S3 sink)", () => {
-    expect(awsModules(modulesLoadedBy(path.join(ROOT, "dist/sinks/s3/index.js"))).length).toBeGreaterThan(0)
+    expect(awsModules(modulesLoadedBy(path.join(ROOT, "dist/plugins/sinks/s3/index.js"))).length).toBeGreaterThan(0)
   })
 
   it("rivet-export/plugin loads the contract only: no runtime pipeline, no built-in plugin, no database driver", () => {

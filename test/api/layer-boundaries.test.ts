@@ -20,7 +20,7 @@ const lintAs = async (fixture: string, asPath: string) => {
 
 describe("the layer boundaries hold in lint", () => {
   it("refuses the engine importing a plugin", async () => {
-    const messages = await lintAs("engine-imports-plugin.ts.txt", "src/runtime/modes/fixture.ts")
+    const messages = await lintAs("engine-imports-plugin.ts.txt", "src/engine/modes/fixture.ts")
     expect(messages).toHaveLength(1)
     expect(messages[0]?.message).toContain("the engine must not depend on an edge or a plugin")
   })
@@ -29,14 +29,21 @@ describe("the layer boundaries hold in lint", () => {
     expect(await lintAs("engine-imports-plugin.ts.txt", "src/state/fixture.ts")).toHaveLength(1)
   })
 
+  it("refuses the contract and the config model importing the engine", async () => {
+    const [core] = await lintAs("contract-imports-engine.ts.txt", "src/core/fixture.ts")
+    expect(core?.message).toContain("core/ is the contract")
+    const [config] = await lintAs("contract-imports-engine.ts.txt", "src/config/fixture.ts")
+    expect(config?.message).toContain("config/ sees only core/")
+  })
+
   it("refuses a plugin importing the engine's internals or another plugin", async () => {
-    const messages = await lintAs("plugin-imports-engine.ts.txt", "src/sources/postgres/fixture.ts")
+    const messages = await lintAs("plugin-imports-engine.ts.txt", "src/plugins/sources/postgres/fixture.ts")
     expect(messages.map((message) => message.line)).toEqual([2, 3])
     expect(messages[0]?.message).toContain("a plugin sees only the plugin contract")
   })
 
   it("lets a plugin import the contract, and an edge import anything", async () => {
-    expect(await lintAs("plugin-imports-contract.ts.txt", "src/sinks/local/fixture.ts")).toEqual([])
+    expect(await lintAs("plugin-imports-contract.ts.txt", "src/plugins/sinks/local/fixture.ts")).toEqual([])
     expect(await lintAs("plugin-imports-engine.ts.txt", "src/cli/commands/fixture.ts")).toEqual([])
   })
 })

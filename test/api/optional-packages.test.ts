@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { OPTIONAL_PACKAGES } from "../../src/runtime/optional-packages.js"
+import { OPTIONAL_PACKAGES } from "../../src/core/optional-packages.js"
 
 const manifest = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, "../../package.json"), "utf8")) as {
   dependencies: Record<string, string>

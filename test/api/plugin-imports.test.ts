@@ -38,11 +38,11 @@ describe("plugin packages", () => {
     const text = [
       'import { defineSink } from "rivet-export"',
       "import type { SinkError } from 'rivet-export/testing'",
-      'export { x } from "rivet-export/dist/runtime/plugin.js"',
+      'export { x } from "rivet-export/dist/core/plugin.js"',
       'const m = await import("rivet-export")',
       'import { Sink } from "rivet-export/plugin"',
       'import { other } from "rivet-extra"'
     ].join("\n")
-    expect(rivetImports(text)).toEqual(["rivet-export", "rivet-export/testing", "rivet-export/dist/runtime/plugin.js", "rivet-export", "rivet-export/plugin"])
+    expect(rivetImports(text)).toEqual(["rivet-export", "rivet-export/testing", "rivet-export/dist/core/plugin.js", "rivet-export", "rivet-export/plugin"])
   })
 })

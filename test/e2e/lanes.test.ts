@@ -7,14 +7,14 @@ import { parquetReadObjects } from "hyparquet"
 import { compressors } from "hyparquet-compressors"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { Manifest } from "../../src/runtime/manifest.js"
-import { DEMO_ROW_COUNTS } from "../../src/sources/postgres/demo-seed.js"
+import type { Manifest } from "../../src/core/manifest.js"
+import { DEMO_ROW_COUNTS } from "../../src/plugins/sources/postgres/demo-seed.js"
 import { runCli, writeConfig } from "../support/cli.js"
 import { filesUnder, multiset, readManifest } from "../support/output.js"
 import { testPgUrl } from "../support/pg.js"
 
 // Chunked exports with `parallel: 2` through the built CLI, where chunks run in this thread and a worker thread
-// (src/runtime/lanes). Under vitest the sources have no built worker entry, so only the CLI exercises the lanes.
+// (src/engine/lanes). Under vitest the sources have no built worker entry, so only the CLI exercises the lanes.
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 const ROWS = 300_000

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { csvField, jsonField } from "../../src/formats/text/fields.js"
-import { float32Text, float64Text } from "../../src/formats/text/numbers.js"
-import { ByteOut } from "../../src/formats/text/out.js"
-import type { Float32Data, Float64Data } from "../../src/runtime/columns/data.js"
+import { csvField, jsonField } from "../../src/plugins/formats/text/fields.js"
+import { float32Text, float64Text } from "../../src/plugins/formats/text/numbers.js"
+import { ByteOut } from "../../src/plugins/formats/text/out.js"
+import type { Float32Data, Float64Data } from "../../src/core/columns/data.js"
 
 /**
- * Float fields keep the text of recent values in a table keyed by the value's bits (src/formats/text/floats.ts):
+ * Float fields keep the text of recent values in a table keyed by the value's bits (src/plugins/formats/text/floats.ts):
  * whatever the order, repeats and slot collisions, every value must still get its own text.
  */
 

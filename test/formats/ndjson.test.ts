@@ -4,8 +4,8 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as zlib from "node:zlib"
-import ndjson from "../../src/formats/ndjson/index.js"
-import { type BatchSchema, makeBatch } from "../../src/runtime/batch.js"
+import ndjson from "../../src/plugins/formats/ndjson/index.js"
+import { type BatchSchema, makeBatch } from "../../src/core/batch.js"
 import { allTypesBatch, allTypesSchema, encodePart, isSingleGzipMember, loadDriver, TRICKY } from "./text-support.js"
 
 const driver = (block: unknown = {}) => loadDriver(ndjson, block)

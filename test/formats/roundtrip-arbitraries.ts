@@ -1,8 +1,8 @@
 import * as fc from "fast-check"
-import { type BatchSchema, type Column, type LogicalType, makeBatch, type Batch, type Value } from "../../src/runtime/batch.js"
+import { type BatchSchema, type Column, type LogicalType, makeBatch, type Batch, type Value } from "../../src/core/batch.js"
 
 /**
- * fast-check arbitraries for batches of every logical type, in the value representations `src/runtime/batch.ts`
+ * fast-check arbitraries for batches of every logical type, in the value representations `src/core/batch.ts`
  * defines (what a source hands to a format), weighted towards the values that break encoders.
  */
 

@@ -1,9 +1,9 @@
-import type { BatchSchema, LogicalType, Value } from "../../src/runtime/batch.js"
+import type { BatchSchema, LogicalType, Value } from "../../src/core/batch.js"
 import { parseCsv } from "./csv-reader.js"
 
 /**
  * Strict readers for the text and JSON representations documented in docs/formats/csv.md and ndjson.md, back to
- * the values of `src/runtime/batch.ts`. Independent of src/formats/text (dates go through JS `Date`, shifted by
+ * the values of `src/core/batch.ts`. Independent of src/plugins/formats/text (dates go through JS `Date`, shifted by
  * whole 400-year Gregorian cycles outside its range), and strict: any spelling other than the documented one
  * (a `+`, a leading zero, 5 fraction digits, uppercase hex, whitespace in JSON, …) throws.
  */

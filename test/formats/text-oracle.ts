@@ -1,15 +1,15 @@
 import { stringify } from "csv-stringify/sync"
-import { type Batch, type BatchSchema, type LogicalType, type Value, valueAt } from "../../src/runtime/batch.js"
+import { type Batch, type BatchSchema, type LogicalType, type Value, valueAt } from "../../src/core/batch.js"
 import { shortestFloat32 } from "./roundtrip-arbitraries.js"
-import { renderDate, renderTime, renderTimestamp, renderTimestamptz } from "../../src/runtime/temporal-text.js"
+import { renderDate, renderTime, renderTimestamp, renderTimestamptz } from "../../src/core/temporal-text.js"
 
 /**
  * The value-by-value text renderers the CSV and NDJSON formats used before they rendered straight from column
  * buffers into bytes, kept as the oracle the byte renderers are compared with (text-identity.test.ts), with one
  * change: a float32 is the shortest decimal that reads back to the float4 (what PostgreSQL's text gave before
  * batches held float4 values in a Float32Array). Every function takes a non-null value in
- * the representation `src/runtime/batch.ts` defines for its logical type; NULL is the caller's business.
- * Dates and times come from `src/runtime/temporal-text.ts` (exact, never through JS `Date`).
+ * the representation `src/core/batch.ts` defines for its logical type; NULL is the caller's business.
+ * Dates and times come from `src/core/temporal-text.ts` (exact, never through JS `Date`).
  */
 
 /** Renders a non-null value of one logical type as text. */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { csvField, type FieldFactory, jsonField } from "../../src/formats/text/fields.js"
-import { float32Text, float64Text } from "../../src/formats/text/numbers.js"
-import { ByteOut, viewed } from "../../src/formats/text/out.js"
-import { type LogicalType, makeBatch, type Value } from "../../src/runtime/batch.js"
-import { renderDate, renderTime, renderTimestamp, renderTimestamptz } from "../../src/runtime/temporal-text.js"
+import { csvField, type FieldFactory, jsonField } from "../../src/plugins/formats/text/fields.js"
+import { float32Text, float64Text } from "../../src/plugins/formats/text/numbers.js"
+import { ByteOut, viewed } from "../../src/plugins/formats/text/out.js"
+import { type LogicalType, makeBatch, type Value } from "../../src/core/batch.js"
+import { renderDate, renderTime, renderTimestamp, renderTimestamptz } from "../../src/core/temporal-text.js"
 import { shortestFloat32 } from "./roundtrip-arbitraries.js"
 
 /** The bytes a field renderer writes for one value, as text. */

@@ -1,9 +1,9 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as zlib from "node:zlib"
-import { type Batch, type BatchSchema, makeBatch, type Value } from "../../src/runtime/batch.js"
-import type { FormatError } from "../../src/runtime/errors.js"
-import { FormatDriver, type FormatDriverShape, type FormatPlugin } from "../../src/runtime/plugin.js"
+import { type Batch, type BatchSchema, makeBatch, type Value } from "../../src/core/batch.js"
+import type { FormatError } from "../../src/core/errors.js"
+import { FormatDriver, type FormatDriverShape, type FormatPlugin } from "../../src/core/plugin.js"
 
 /** Decodes a format block as the runtime does (unknown keys rejected) and builds the driver. */
 export const loadDriver = <C, I>(plugin: FormatPlugin<C, I>, block: unknown) =>

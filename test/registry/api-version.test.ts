@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { describe, expect, it } from "vitest"
 import { makeResolver } from "../../src/registry/resolver.js"
-import { type AnyPlugin, defineSink, PLUGIN_API_VERSION } from "../../src/runtime/plugin.js"
+import { type AnyPlugin, defineSink, PLUGIN_API_VERSION } from "../../src/core/plugin.js"
 import { memorySink } from "../../src/testing/memory.js"
 
 const base = memorySink().plugin

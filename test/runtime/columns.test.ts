@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { batchByteLength, type BatchSchema, batchToRows, columnValues, makeBatch, shortestFloat32, type Value } from "../../src/runtime/batch.js"
-import { BinaryBuilder, BoolBuilder, FixedBuilder, ListBuilder, NumberBuilder } from "../../src/runtime/columns/builders.js"
-import { dataBuffers, isValid } from "../../src/runtime/columns/data.js"
+import { batchByteLength, type BatchSchema, batchToRows, columnValues, makeBatch, shortestFloat32, type Value } from "../../src/core/batch.js"
+import { BinaryBuilder, BoolBuilder, FixedBuilder, ListBuilder, NumberBuilder } from "../../src/core/columns/builders.js"
+import { dataBuffers, isValid } from "../../src/core/columns/data.js"
 
 describe("column builders (byte level)", () => {
   it("numbers: little-endian values, zero in null slots, a validity bitmap only once a null appears", () => {

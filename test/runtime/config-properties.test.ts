@@ -5,9 +5,9 @@ import * as Schema from "effect/Schema"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { pathSegments, validateConfigValue } from "../../src/registry/load-config.js"
-import { DurationMs, MAX_DURATION_MS, parseDuration } from "../../src/runtime/duration.js"
-import { parseYaml } from "../../src/runtime/config/yaml.js"
-import { ByteSize, parseByteSize } from "../../src/runtime/size.js"
+import { DurationMs, MAX_DURATION_MS, parseDuration } from "../../src/core/duration.js"
+import { parseYaml } from "../../src/config/yaml.js"
+import { ByteSize, parseByteSize } from "../../src/core/size.js"
 
 /** Property tests over config decoding with the built-in plugins (decoding is pure: nothing connects). */
 

@@ -4,10 +4,10 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { validateConfigValue } from "../../src/registry/load-config.js"
-import { interpolate } from "../../src/runtime/config/yaml.js"
-import type { ConfigError, FormatError, SinkError, SourceError } from "../../src/runtime/errors.js"
-import type { FormatDriver, SinkDriver, SourceDriver } from "../../src/runtime/plugin.js";
-import { defineFormat, defineSink, defineSource } from "../../src/runtime/plugin.js"
+import { interpolate } from "../../src/config/yaml.js"
+import type { ConfigError, FormatError, SinkError, SourceError } from "../../src/core/errors.js"
+import type { FormatDriver, SinkDriver, SourceDriver } from "../../src/core/plugin.js";
+import { defineFormat, defineSink, defineSource } from "../../src/core/plugin.js"
 
 const source = defineSource({
   type: "fakedb",

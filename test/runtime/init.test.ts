@@ -3,9 +3,9 @@ import * as Either from "effect/Either"
 import { describe, expect, it } from "vitest"
 import * as YAML from "yaml"
 import { validateConfigValue } from "../../src/registry/load-config.js"
-import type { DiscoveredTable, Discovery } from "../../src/runtime/init/model.js"
-import { planInit, updatedAtColumn } from "../../src/runtime/init/plan.js"
-import { renderInitYaml } from "../../src/runtime/init/render.js"
+import type { DiscoveredTable, Discovery } from "../../src/core/discovery/model.js"
+import { planInit, updatedAtColumn } from "../../src/engine/init/plan.js"
+import { renderInitYaml } from "../../src/engine/init/render.js"
 
 const int = (name: string, kind: "int32" | "int64" = "int32") => ({ name, sourceType: kind === "int32" ? "int4" : "int8", type: { kind } })
 const text = (name: string) => ({ name, sourceType: "text", type: { kind: "string" as const } })

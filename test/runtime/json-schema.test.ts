@@ -9,8 +9,8 @@ import { beforeAll, describe, expect, it } from "vitest"
 import * as YAML from "yaml"
 import { loadAllPlugins } from "../../src/registry/all-plugins.js"
 import { validateConfigValue } from "../../src/registry/load-config.js"
-import { configJsonSchema, type JsonSchema } from "../../src/runtime/config/json-schema.js"
-import { type AnyPlugin, defineFormat, defineSource } from "../../src/runtime/plugin.js"
+import { configJsonSchema, type JsonSchema } from "../../src/config/json-schema.js"
+import { type AnyPlugin, defineFormat, defineSource } from "../../src/core/plugin.js"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 const EXAMPLES = path.join(ROOT, "examples")

@@ -1,6 +1,6 @@
 import postgres from "postgres"
 import { afterAll, describe, expect, it } from "vitest"
-import { keyText } from "../../src/runtime/key-text.js"
+import { keyText } from "../../src/core/key-text.js"
 import { testPgUrl } from "../support/pg.js"
 
 // Key and cursor values go back to PostgreSQL as filter parameters: each must read back as the value it came from,

@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import csvFormat from "../../src/formats/csv/index.js"
+import csvFormat from "../../src/plugins/formats/csv/index.js"
 import { PluginError, runExports } from "../../src/index.js"
 import {
   type AnyPlugin,
@@ -21,11 +21,11 @@ import {
   SourceDriver,
   type SourceDriverShape,
   type UploadHandle
-} from "../../src/runtime/plugin.js"
+} from "../../src/core/plugin.js"
 import { memorySink, memorySource } from "../../src/testing/memory.js"
 
 /**
- * Every call into a plugin is guarded (src/runtime/plugin-guard.ts): per operation, a synchronous throw, a rejected
+ * Every call into a plugin is guarded (src/engine/plugin-guard.ts): per operation, a synchronous throw, a rejected
  * Promise (an `async` function where an Effect was due) and a defect inside the returned Effect each fail the export
  * with a PluginError naming the plugin, the operation and the export — never an unhandled rejection — and nothing
  * is published.

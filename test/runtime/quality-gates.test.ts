@@ -1,9 +1,9 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { describe, expect, it } from "vitest"
-import { type BatchSchema, makeBatch, type Value } from "../../src/runtime/batch.js"
-import { QualityGates } from "../../src/runtime/quality/gates.js"
-import { UniqueCounter } from "../../src/runtime/quality/unique.js"
+import { type BatchSchema, makeBatch, type Value } from "../../src/core/batch.js"
+import { QualityGates } from "../../src/engine/quality/gates.js"
+import { UniqueCounter } from "../../src/engine/quality/unique.js"
 
 // A retried chunk or page counts into gates of its own (`child`), merged only when the attempt succeeds (`adopt`):
 // the failed attempt's values must not come back as duplicates, nor its rows and NULLs in the ratios.

@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
-import { type RetryPolicy, withRetry } from "../../src/runtime/retry.js"
+import { type RetryPolicy, withRetry } from "../../src/core/retry.js"
 
 /** The backoff on the test clock: no test here sleeps for real. */
 

@@ -1,7 +1,7 @@
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { type BatchSchema, makeBatch, type Value } from "../../src/runtime/batch.js"
-import { rowHashColumn } from "../../src/runtime/columns/row-hash.js"
+import { type BatchSchema, makeBatch, type Value } from "../../src/core/batch.js"
+import { rowHashColumn } from "../../src/core/columns/row-hash.js"
 import { partOf } from "../formats/roundtrip-arbitraries.js"
 import { cellBytes, fnv1a64, referenceHash, signed, utf8 } from "../support/row-hash-reference.js"
 

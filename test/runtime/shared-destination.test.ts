@@ -2,8 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { validateConfigValue } from "../../src/registry/load-config.js"
-import type { RivetConfig } from "../../src/runtime/config/model.js"
-import { markerKeys } from "../../src/runtime/naming.js"
+import type { RivetConfig } from "../../src/config/model.js"
+import { markerKeys } from "../../src/core/naming.js"
 
 const source = { type: "postgres", url: "postgres://postgres@127.0.0.1:1/none" }
 

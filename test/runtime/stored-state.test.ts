@@ -2,9 +2,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
-import { StateError } from "../../src/runtime/errors.js"
-import { decodeStored } from "../../src/runtime/modes/stored.js"
-import { ChunkSpec } from "../../src/runtime/plan/model.js"
+import { StateError } from "../../src/core/errors.js"
+import { decodeStored } from "../../src/engine/modes/stored.js"
+import { ChunkSpec } from "../../src/engine/plan/model.js"
 
 const decodeChunk = decodeStored(ChunkSpec, "orders", "chunk range")
 

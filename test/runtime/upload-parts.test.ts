@@ -4,11 +4,11 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
-import type { PartPiece } from "../../src/runtime/encode-parts.js"
-import { SinkError } from "../../src/runtime/errors.js"
-import type { SinkDriverShape, UploadHandle } from "../../src/runtime/plugin.js"
-import { abortPendingUploads, UploadLedger } from "../../src/runtime/upload-cleanup.js"
-import { uploadParts } from "../../src/runtime/upload-parts.js"
+import type { PartPiece } from "../../src/engine/encode-parts.js"
+import { SinkError } from "../../src/core/errors.js"
+import type { SinkDriverShape, UploadHandle } from "../../src/core/plugin.js"
+import { abortPendingUploads, UploadLedger } from "../../src/engine/upload-cleanup.js"
+import { uploadParts } from "../../src/engine/upload-parts.js"
 
 /** A recording sink: objects become visible only on put/complete; blocks can be made to fail. */
 const recordingSink = (options: {

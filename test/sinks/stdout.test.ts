@@ -6,9 +6,9 @@ import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { StdoutConfig } from "../../src/sinks/stdout/config.js"
-import { makeStdoutDriver, STDOUT_BLOCK_SIZE } from "../../src/sinks/stdout/driver.js"
-import stdoutSink from "../../src/sinks/stdout/index.js"
+import { StdoutConfig } from "../../src/plugins/sinks/stdout/config.js"
+import { makeStdoutDriver, STDOUT_BLOCK_SIZE } from "../../src/plugins/sinks/stdout/driver.js"
+import stdoutSink from "../../src/plugins/sinks/stdout/index.js"
 
 const encode = (text: string) => new TextEncoder().encode(text)
 const block = (fill: number, size = STDOUT_BLOCK_SIZE) => new Uint8Array(size).fill(fill)

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { afterAll, describe, expect, it } from "vitest"
-import type { PartRecord } from "../../src/runtime/manifest.js"
+import type { PartRecord } from "../../src/core/manifest.js"
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/state/migrations.js"
 import { type RunRecord, StateStore, type UnitRecord } from "../../src/state/store.js"
 import { testPgUrl } from "../support/pg.js"

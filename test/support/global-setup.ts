@@ -7,7 +7,7 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import postgres from "postgres"
 import type { TestProject } from "vitest/node"
-import { startEmbeddedServer } from "../../src/sources/postgres/embedded.js"
+import { startEmbeddedServer } from "../../src/plugins/sources/postgres/embedded.js"
 import { DEFAULT_MYSQL_URL, mysqlAnswers } from "./mysql-probe.js"
 
 const DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/test"

@@ -1,6 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { Manifest } from "../../src/runtime/manifest.js"
+import type { Manifest } from "../../src/core/manifest.js"
 
 /** The manifest.json under a local destination directory. */
 export const readManifest = (dir: string): Manifest =>

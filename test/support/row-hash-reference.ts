@@ -1,4 +1,4 @@
-import type { BatchSchema, LogicalType, Value } from "../../src/runtime/batch.js"
+import type { BatchSchema, LogicalType, Value } from "../../src/core/batch.js"
 
 /**
  * The row hash (`_rivet_row_hash`) as docs/meta-columns.md specifies it, from `Value`s with BigInt arithmetic —

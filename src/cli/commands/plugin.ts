@@ -4,7 +4,7 @@ import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as path from "node:path"
-import type { RivetError } from "../../runtime/errors.js"
+import type { RivetError } from "../../core/errors.js"
 import { ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { scaffoldPlugin } from "../plugin-init/scaffold.js"
 

@@ -6,8 +6,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { loadAllPlugins } from "../../registry/all-plugins.js"
 import { readPluginSpecifiers } from "../../registry/load-config.js"
-import { configJsonSchema } from "../../runtime/config/json-schema.js"
-import { ConfigError, describeCause } from "../../runtime/errors.js"
+import { configJsonSchema } from "../../config/json-schema.js"
+import { ConfigError, describeCause } from "../../core/errors.js"
 import { configFailure, ExitCode } from "../exit.js"
 
 const configOption = Options.file("config", { exists: "yes" }).pipe(

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { ConfigError, describeCause } from "../../runtime/errors.js"
+import { ConfigError, describeCause } from "../../core/errors.js"
 import { formatSource, formatTest } from "./format-template.js"
 import { gitignore, packageJson, readme, tsconfigJson, type PluginKind } from "./package-template.js"
 import { sinkSources, sinkTest } from "./sink-template.js"

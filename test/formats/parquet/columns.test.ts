@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { InvalidValue, prepareColumn, sliceByteLength } from "../../../src/formats/parquet/columns.js"
-import { limbsToBigEndian, parseDecimal } from "../../../src/formats/parquet/decimal.js"
-import { ByteBuffer } from "../../../src/formats/parquet/writer/bytes.js"
-import { leafPlan } from "../../../src/formats/parquet/writer/leaf.js"
-import { packBooleans } from "../../../src/formats/parquet/writer/plain.js"
-import { type ColumnData, type LogicalType, makeBatch, type Value } from "../../../src/runtime/batch.js"
+import { InvalidValue, prepareColumn, sliceByteLength } from "../../../src/plugins/formats/parquet/columns.js"
+import { limbsToBigEndian, parseDecimal } from "../../../src/plugins/formats/parquet/decimal.js"
+import { ByteBuffer } from "../../../src/plugins/formats/parquet/writer/bytes.js"
+import { leafPlan } from "../../../src/plugins/formats/parquet/writer/leaf.js"
+import { packBooleans } from "../../../src/plugins/formats/parquet/writer/plain.js"
+import { type ColumnData, type LogicalType, makeBatch, type Value } from "../../../src/core/batch.js"
 
 const columnOf = (type: LogicalType, values: ReadonlyArray<Value>) =>
   makeBatch({ columns: [{ name: "c", type }] }, [values]).columns[0]!

@@ -8,9 +8,9 @@ import {
   DEFAULT_ROW_GROUP_BYTES,
   DEFAULT_ROW_GROUP_ROWS,
   rowGroupLimits
-} from "../../../src/formats/parquet/config.js"
-import parquet from "../../../src/formats/parquet/index.js"
-import { FormatDriver } from "../../../src/runtime/plugin.js"
+} from "../../../src/plugins/formats/parquet/config.js"
+import parquet from "../../../src/plugins/formats/parquet/index.js"
+import { FormatDriver } from "../../../src/core/plugin.js"
 
 const decode = (input: unknown) => Schema.decodeUnknownEither(parquet.config)(input, { onExcessProperty: "error" })
 const problem = (input: unknown): string =>

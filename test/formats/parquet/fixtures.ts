@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
-import { type BatchSchema, type Column, makeBatch, type Value } from "../../../src/runtime/batch.js"
-import type { FormatError } from "../../../src/runtime/errors.js"
-import type { PartEncoder } from "../../../src/runtime/plugin.js"
+import { type BatchSchema, type Column, makeBatch, type Value } from "../../../src/core/batch.js"
+import type { FormatError } from "../../../src/core/errors.js"
+import type { PartEncoder } from "../../../src/core/plugin.js"
 
 /** One column of every logical type, each with NULLs and edge values. */
 export const allTypesColumns: ReadonlyArray<Column> = [

@@ -12,7 +12,7 @@ import {
 } from "@duckdb/node-api"
 import * as Arrow from "apache-arrow"
 import type { SchemaElement } from "hyparquet"
-import type { LogicalType, Value } from "../../../src/runtime/batch.js"
+import type { LogicalType, Value } from "../../../src/core/batch.js"
 
 /** DuckDB's values as Rivet values: days, µs and scaled decimals taken exactly from DuckDB's own value classes. */
 const fromDuckDB = (value: DuckDBValue): unknown => {

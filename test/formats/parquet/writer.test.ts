@@ -1,12 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ByteBuffer } from "../../../src/formats/parquet/writer/bytes.js"
-import { buildDictionary } from "../../../src/formats/parquet/writer/dictionary.js"
-import { bitWidthOf, writeHybrid } from "../../../src/formats/parquet/writer/hybrid.js"
-import { Levels } from "../../../src/formats/parquet/writer/levels.js"
-import { bytesMinMax, floatMinMax, int64MinMax, wideDecimalMinMax } from "../../../src/formats/parquet/writer/statistics.js"
-import { ThriftWriter } from "../../../src/formats/parquet/writer/thrift.js"
-import { prepareColumn } from "../../../src/formats/parquet/columns.js"
-import { type LogicalType, makeBatch, type Value } from "../../../src/runtime/batch.js"
+import { ByteBuffer } from "../../../src/plugins/formats/parquet/writer/bytes.js"
+import { buildDictionary } from "../../../src/plugins/formats/parquet/writer/dictionary.js"
+import { bitWidthOf, writeHybrid } from "../../../src/plugins/formats/parquet/writer/hybrid.js"
+import { Levels } from "../../../src/plugins/formats/parquet/writer/levels.js"
+import { bytesMinMax, floatMinMax, int64MinMax, wideDecimalMinMax } from "../../../src/plugins/formats/parquet/writer/statistics.js"
+import { ThriftWriter } from "../../../src/plugins/formats/parquet/writer/thrift.js"
+import { prepareColumn } from "../../../src/plugins/formats/parquet/columns.js"
+import { type LogicalType, makeBatch, type Value } from "../../../src/core/batch.js"
 
 const columnOf = (type: LogicalType, values: ReadonlyArray<Value>) =>
   makeBatch({ columns: [{ name: "c", type }] }, [values]).columns[0]!

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest"
 import { MessageChannel, receiveMessageOnPort } from "node:worker_threads"
-import { BinaryBuilder, ListBuilder, NumberBuilder } from "../../../src/runtime/columns/builders.js"
-import type { BinaryData, ColumnData, Int32Data, ListData } from "../../../src/runtime/columns/data.js"
-import { AlreadyHandedOver, transferable } from "../../../src/formats/thread/transfer.js"
+import { BinaryBuilder, ListBuilder, NumberBuilder } from "../../../src/core/columns/builders.js"
+import type { BinaryData, ColumnData, Int32Data, ListData } from "../../../src/core/columns/data.js"
+import { AlreadyHandedOver, transferable } from "../../../src/plugins/formats/thread/transfer.js"
 
 const text = (values: ReadonlyArray<string | null>): BinaryData => {
   const builder = new BinaryBuilder(4)

@@ -3,7 +3,7 @@ import * as Either from "effect/Either"
 import * as JSONSchema from "effect/JSONSchema"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { DEFAULT_PART_SIZE, DEFAULT_REQUEST_TIMEOUT_MS, normalizePrefix, S3Config } from "../../../src/sinks/s3/config.js"
+import { DEFAULT_PART_SIZE, DEFAULT_REQUEST_TIMEOUT_MS, normalizePrefix, S3Config } from "../../../src/plugins/sinks/s3/config.js"
 
 const decode = Schema.decodeUnknownEither(S3Config, { onExcessProperty: "error", errors: "all" })
 

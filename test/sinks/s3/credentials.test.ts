@@ -2,15 +2,15 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { SinkError } from "../../../src/runtime/errors.js"
-import { SinkDriver } from "../../../src/runtime/plugin.js"
-import { S3Config } from "../../../src/sinks/s3/config.js"
+import { SinkError } from "../../../src/core/errors.js"
+import { SinkDriver } from "../../../src/core/plugin.js"
+import { S3Config } from "../../../src/plugins/sinks/s3/config.js"
 import {
   credentialSourceOf,
   describeCredentialSource,
   resolveCredentials
-} from "../../../src/sinks/s3/credentials.js"
-import s3Plugin from "../../../src/sinks/s3/index.js"
+} from "../../../src/plugins/sinks/s3/credentials.js"
+import s3Plugin from "../../../src/plugins/sinks/s3/index.js"
 
 const config = (input: Record<string, unknown>) =>
   Schema.decodeUnknownSync(S3Config)({ bucket: "rivet-creds", region: "us-east-1", ...input })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { checkEndpoint, displayEndpoint } from "../../../src/sinks/s3/endpoint-guard.js"
+import { checkEndpoint, displayEndpoint } from "../../../src/plugins/sinks/s3/endpoint-guard.js"
 
 const accepted = [
   "http://localhost:9000",

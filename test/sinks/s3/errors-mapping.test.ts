@@ -1,6 +1,6 @@
 import { S3ServiceException } from "@aws-sdk/client-s3"
 import { describe, expect, it } from "@effect/vitest"
-import { toSinkError, type S3ErrorContext } from "../../../src/sinks/s3/errors.js"
+import { toSinkError, type S3ErrorContext } from "../../../src/plugins/sinks/s3/errors.js"
 
 const aws: S3ErrorContext = {
   operation: "PutObject",

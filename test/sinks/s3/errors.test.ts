@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import type { SinkError, SinkErrorReason } from "../../../src/runtime/errors.js"
+import type { SinkError, SinkErrorReason } from "../../../src/core/errors.js"
 import { startS3Server, type FaultRule, type S3TestServer } from "../../support/s3/server.js"
 import { keyEnv, MiB, randomBlock, sha256, testDriver } from "./harness.js"
 

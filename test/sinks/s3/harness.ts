@@ -2,9 +2,9 @@ import { createHash, randomBytes } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type { SinkDriverShape } from "../../../src/runtime/plugin.js"
-import { S3Config } from "../../../src/sinks/s3/config.js"
-import { makeS3Driver, type S3DriverOptions } from "../../../src/sinks/s3/driver.js"
+import type { SinkDriverShape } from "../../../src/core/plugin.js"
+import { S3Config } from "../../../src/plugins/sinks/s3/config.js"
+import { makeS3Driver, type S3DriverOptions } from "../../../src/plugins/sinks/s3/driver.js"
 import type { S3TestServer } from "../../support/s3/server.js"
 
 export const MiB = 1024 * 1024

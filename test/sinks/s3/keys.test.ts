@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { invalidKeyReason, validateKey } from "../../../src/sinks/s3/keys.js"
+import { invalidKeyReason, validateKey } from "../../../src/plugins/sinks/s3/keys.js"
 
 describe("S3 object keys", () => {
   it.each(["orders_20260406_120000_123.parquet", "a/b/c.csv", ".rivet_doctor_probe", "manifest.json"])(

@@ -1,10 +1,10 @@
 import * as Either from "effect/Either"
-import { decodeBlock } from "../../../src/runtime/config/issues.js"
+import { decodeBlock } from "../../../src/config/issues.js"
 import { describe, expect, it } from "vitest"
-import { MysqlConfig } from "../../../src/sources/mysql/config.js"
-import { timeToInterval } from "../../../src/sources/mysql/decode.js"
-import { mysqlTimestampText, renderForDisplay, renderStatement, stripTerminator } from "../../../src/sources/mysql/statement.js"
-import { displayAddress, isUrlProblem, parseMysqlUrl, shortAddress } from "../../../src/sources/mysql/url.js"
+import { MysqlConfig } from "../../../src/plugins/sources/mysql/config.js"
+import { timeToInterval } from "../../../src/plugins/sources/mysql/decode.js"
+import { mysqlTimestampText, renderForDisplay, renderStatement, stripTerminator } from "../../../src/plugins/sources/mysql/statement.js"
+import { displayAddress, isUrlProblem, parseMysqlUrl, shortAddress } from "../../../src/plugins/sources/mysql/url.js"
 
 // What the config decoder reports for a source block: the messages and hints of its ConfigErrors.
 const decode = (input: unknown) => decodeBlock(MysqlConfig, input, "source")

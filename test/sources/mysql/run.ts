@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import { runExportsEffect } from "../../../src/api.js"
-import type { ExportRun } from "../../../src/runtime/run.js"
+import type { ExportRun } from "../../../src/engine/run.js"
 import { testMysqlUrl } from "../../support/mysql.js"
 import { untyped } from "../../support/config.js"
 

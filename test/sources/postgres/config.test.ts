@@ -3,8 +3,8 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
-import { decodeBlock } from "../../../src/runtime/config/issues.js"
-import postgresSource from "../../../src/sources/postgres/index.js"
+import { decodeBlock } from "../../../src/config/issues.js"
+import postgresSource from "../../../src/plugins/sources/postgres/index.js"
 import { connectionTarget, isUrlProblem, makeScrubber, maskUrl, parsePostgresUrl } from "../../../src/lib/postgres-url.js"
 
 const decode = (input: unknown) =>

@@ -7,16 +7,16 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as zlib from "node:zlib"
 import type postgres from "postgres"
-import { makeCsvDriver } from "../../../src/formats/csv/index.js"
+import { makeCsvDriver } from "../../../src/plugins/formats/csv/index.js"
 import { runExports } from "../../../src/index.js"
-import { type FormatDriverShape, SourceDriver, type SourceQuery } from "../../../src/runtime/plugin.js"
+import { type FormatDriverShape, SourceDriver, type SourceQuery } from "../../../src/core/plugin.js"
 import { testPgUrl } from "../../support/pg.js"
 import { encodePart } from "../../formats/text-support.js"
 import { adminSql, query, testSource } from "./support.js"
 import { untyped } from "../../support/config.js"
 
 /**
- * CSV straight from the server (COPY … FORMAT csv with Rivet's expressions, src/sources/postgres/csv-sql.ts) must
+ * CSV straight from the server (COPY … FORMAT csv with Rivet's expressions, src/plugins/sources/postgres/csv-sql.ts) must
  * give the bytes the CSV format writes from the typed batches: both paths over the same tables, compared byte for
  * byte — every renderable type, NULLs, empty strings, quotes, line breaks, unicode, arrays with NULLs, extreme
  * timestamps, float spellings.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { parseArrayText } from "../../../src/sources/postgres/array.js"
+import { parseArrayText } from "../../../src/plugins/sources/postgres/array.js"
 import {
   DecodeFailure,
   decodeBytea,
@@ -9,7 +9,7 @@ import {
   decodeTimestamp,
   decodeTimestamptz,
   makeDecimalDecoder
-} from "../../../src/sources/postgres/decode.js"
+} from "../../../src/plugins/sources/postgres/decode.js"
 
 describe("parseArrayText", () => {
   it("parses quoting, escapes and NULL", () => {

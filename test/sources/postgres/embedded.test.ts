@@ -8,8 +8,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import postgres from "postgres"
-import { DEMO_ROW_COUNTS } from "../../../src/sources/postgres/demo-seed.js"
-import { startEmbedded, startEmbeddedServer } from "../../../src/sources/postgres/embedded.js"
+import { DEMO_ROW_COUNTS } from "../../../src/plugins/sources/postgres/demo-seed.js"
+import { startEmbedded, startEmbeddedServer } from "../../../src/plugins/sources/postgres/embedded.js"
 
 const isRoot = process.getuid?.() === 0
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type postgres from "postgres"
-import type { RowFilter, SourceQuery } from "../../../src/runtime/plugin.js"
+import type { RowFilter, SourceQuery } from "../../../src/core/plugin.js"
 import { adminSql, query, readAll, rowsOf } from "./support.js"
 
 /** Table names of the filter/bounds/describe fixture; `prefix` keeps parallel test files apart. */

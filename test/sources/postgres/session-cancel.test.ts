@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import postgres from "postgres"
 import { afterAll, expect, it } from "vitest"
-import { cancelRunning, openSession } from "../../../src/sources/postgres/session.js"
+import { cancelRunning, openSession } from "../../../src/plugins/sources/postgres/session.js"
 import { testPgUrl } from "../../support/pg.js"
 
 // A transaction ending after a failure cancels its running statement and sends its end only once the server took

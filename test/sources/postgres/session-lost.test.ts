@@ -4,7 +4,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import postgres from "postgres"
 import { afterAll, expect, it } from "vitest"
-import { attemptOn, openSession } from "../../../src/sources/postgres/session.js"
+import { attemptOn, openSession } from "../../../src/plugins/sources/postgres/session.js"
 import { testPgUrl } from "../../support/pg.js"
 import { adminSql } from "./support.js"
 

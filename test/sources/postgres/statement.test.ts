@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import type { SourceQuery } from "../../../src/runtime/plugin.js"
+import type { SourceQuery } from "../../../src/core/plugin.js"
 import {
   boundsStatement,
   copyStatement,
@@ -7,7 +7,7 @@ import {
   renderInline,
   renderForDisplay,
   renderStatement
-} from "../../../src/sources/postgres/statement.js"
+} from "../../../src/plugins/sources/postgres/statement.js"
 
 const q = (sql: string, extra: Partial<SourceQuery> = {}): SourceQuery => ({
   exportName: "e",

@@ -4,9 +4,9 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import postgres from "postgres"
-import { type Batch, batchToRows, type LogicalType } from "../../../src/runtime/batch.js"
-import { SourceDriver, type SourceQuery } from "../../../src/runtime/plugin.js"
-import postgresSource, { type PostgresConfig } from "../../../src/sources/postgres/index.js"
+import { type Batch, batchToRows, type LogicalType } from "../../../src/core/batch.js"
+import { SourceDriver, type SourceQuery } from "../../../src/core/plugin.js"
+import postgresSource, { type PostgresConfig } from "../../../src/plugins/sources/postgres/index.js"
 import { testPgUrl } from "../../support/pg.js"
 
 /** A plain postgres.js client for setting up fixtures. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type postgres from "postgres"
-import { formatLogicalType } from "../../../src/runtime/batch.js"
+import { formatLogicalType } from "../../../src/core/batch.js"
 import { adminSql, query, readAll, rowsOf, testSource } from "./support.js"
 
 // Unique names: test files run in parallel against one database.

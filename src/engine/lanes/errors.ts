@@ -1,0 +1,71 @@
+import * as Cause from "effect/Cause"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import {
+  ConfigError,
+  defectDetail,
+  describeCause,
+  FormatError,
+  IntegrityError,
+  PluginError,
+  type RivetError,
+  SchemaDriftError,
+  SinkError,
+  SourceError,
+  StateError
+} from "../../core/errors.js"
+import { guardedPluginError } from "../plugin-guard.js"
+
+/** Every tagged error, as a schema: a worker sends the encoded form and the main thread rebuilds the class. */
+const AnyRivetError = Schema.Union(
+  ConfigError,
+  SourceError,
+  FormatError,
+  SinkError,
+  IntegrityError,
+  StateError,
+  PluginError,
+  SchemaDriftError
+)
+
+/** A RivetError as plain data (`_tag` and fields). */
+export type EncodedError = typeof AnyRivetError.Encoded
+
+const laneFailure = (exportName: string, message: string, defect?: unknown): PluginError =>
+  new PluginError({
+    plugin: "rivet",
+    message: `export '${exportName}': ${message}`,
+    hint: "this is a bug in a plugin or in Rivet; RIVET_LANES=0 runs chunks in the main thread (run with --verbose for details)",
+    ...defectDetail(defect)
+  })
+
+/**
+ * A worker's failure as plain data: its tagged error, or — for a defect (something threw) — a PluginError with the
+ * thrown message, like the main thread reports defects.
+ */
+export const encodeFailure = (exportName: string, cause: Cause.Cause<RivetError>): EncodedError => {
+  const error = Option.getOrElse(Cause.failureOption(cause), () => {
+    const guarded = guardedPluginError(cause)
+    if (guarded !== undefined) return guarded
+    const defect = Cause.squash(cause)
+    return laneFailure(exportName, `a worker thread failed unexpectedly: ${describeCause(defect)}`, defect)
+  })
+  return Either.getOrElse(Schema.encodeEither(AnyRivetError)(error), () =>
+    Schema.encodeSync(AnyRivetError)(laneFailure(exportName, error.message))
+  )
+}
+
+/** The tagged error a worker sent, as an instance of its class again. */
+export const decodeError = (exportName: string, encoded: unknown): RivetError =>
+  Either.getOrElse(Schema.decodeUnknownEither(AnyRivetError)(encoded), () =>
+    laneFailure(exportName, `a worker thread reported an unreadable error: ${describeCause(encoded)}`)
+  )
+
+/** A worker thread that stopped on its own (crashed, out of memory). */
+export const workerLost = (exportName: string, reason: string): PluginError =>
+  laneFailure(exportName, `a chunk worker thread stopped: ${reason}`)
+
+/** A tagged error as plain data (for the main thread's answer to a worker). */
+export const encodeError = (exportName: string, error: RivetError): EncodedError =>
+  encodeFailure(exportName, Cause.fail(error))

@@ -1,0 +1,238 @@
+import * as Effect from "effect/Effect"
+import type { UnitRecord } from "../../state/store.js"
+import { formatLogicalType, type LogicalType } from "../../core/batch.js"
+import { ConfigError, SourceError } from "../../core/errors.js"
+import { type PartRecord, schemaEntries } from "../../core/manifest.js"
+import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../lanes/work.js"
+import { chunkAttemptStem, chunkRunStem, makeNonce, partNamePattern } from "../../core/naming.js"
+import { ChunkSpec, type ModePlan } from "../plan/model.js"
+import type { RowFilter, SourceDescription } from "../../core/plugin.js"
+import type { ModeOf } from "../../config/model.js"
+import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
+import { retryUnit } from "./attempt.js"
+import { planFingerprint } from "./fingerprint.js"
+import { decodeStored } from "./stored.js"
+import type { PreparedMode, RunJournal } from "./mode.js"
+import { estimateOf, planHeader, statementOf } from "./planning.js"
+
+const INTEGER_KINDS = new Set(["int16", "int32", "int64"])
+
+/** Integer keys, including decimal(p,0) (MySQL's bigint unsigned): chunk bounds are split as bigints either way. */
+const isIntegerKey = (type: LogicalType): boolean =>
+  INTEGER_KINDS.has(type.kind) || (type.kind === "decimal" && type.scale === 0)
+
+/** Beyond this many chunks the plan itself becomes the problem (sparse keys): ask for a bigger chunk_size. */
+const MAX_CHUNKS = 1_000_000
+
+
+const filterOf = (column: string, spec: ChunkSpec): RowFilter =>
+  "nulls" in spec ? { _tag: "IsNull", column } : { _tag: "Between", column, low: spec.low, high: spec.high }
+
+const chunkColumnOf = (ctx: ExportContext, description: SourceDescription, configured: string | undefined) =>
+  Effect.gen(function* () {
+    if (configured !== undefined) return yield* requireColumn(ctx, description, configured, "chunk_column")
+    const key = description.primaryKey
+    const column = key.length === 1 ? description.schema.columns.find((c) => c.name === key[0]) : undefined
+    if (!column || !isIntegerKey(column.type)) {
+      return yield* new ConfigError({
+        path: `export '${ctx.spec.name}'.chunk_column`,
+        message: `is not set and the table has no single-column integer primary key to default to`,
+        hint: "set chunk_column: to an integer column (ideally indexed), or use mode: keyset for other keys"
+      })
+    }
+    yield* ctx.reporter.notice(
+      ctx.spec.name,
+      `chunk_column not set: using the primary key '${column.name}' (set chunk_column: to choose another)`
+    )
+    return column
+  })
+
+/** Splits [min, max] into chunk_size ranges, plus one chunk for NULL keys so no row is ever left out. */
+const planChunks = (
+  ctx: ExportContext,
+  column: string,
+  chunkSize: number,
+  bounds: { readonly min: string | null; readonly max: string | null; readonly hasNulls: boolean }
+): Effect.Effect<ReadonlyArray<ChunkSpec>, ConfigError> => {
+  const specs: Array<ChunkSpec> = []
+  if (bounds.min !== null && bounds.max !== null) {
+    const min = BigInt(bounds.min)
+    const max = BigInt(bounds.max)
+    const size = BigInt(chunkSize)
+    const count = (max - min) / size + 1n
+    if (count > BigInt(MAX_CHUNKS)) {
+      return Effect.fail(
+        new ConfigError({
+          path: `export '${ctx.spec.name}'.chunk_size`,
+          message: `'${column}' spans ${min}..${max}: chunk_size ${chunkSize} would make ${count} chunks`,
+          hint: `raise chunk_size to at least ${(max - min) / BigInt(MAX_CHUNKS) + 1n}, or use mode: keyset for sparse keys`
+        })
+      )
+    }
+    for (let low = min; low <= max; low += size) {
+      const high = low + size - 1n < max ? low + size - 1n : max
+      specs.push({ low: String(low), high: String(high) })
+    }
+  }
+  if (bounds.hasNulls) specs.push({ nulls: true })
+  return Effect.succeed(specs)
+}
+
+/**
+ * Key ranges of `chunk_size` values, each read by its own short statement, `parallel` at a time. Chunks that
+ * find no rows write nothing. With `chunk_checkpoint` the plan and every committed chunk are recorded, so
+ * `rivet run --resume` redoes only the chunks that had not committed.
+ */
+export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportContext, mode: ModeOf<"chunked">) {
+  const { describe, bounds } = yield* planningPrimitives(ctx)
+  const base = baseQuery(ctx.spec)
+  const description = yield* describe(base)
+  const column = yield* chunkColumnOf(ctx, description, mode.chunkColumn)
+  if (!isIntegerKey(column.type)) {
+    return yield* new ConfigError({
+      path: `export '${ctx.spec.name}'.chunk_column`,
+      message: `column '${column.name}' is ${formatLogicalType(column.type)}; chunks split integer keys`,
+      hint: "choose an integer column, or use mode: keyset (any unique key, including text and composite keys)"
+    })
+  }
+  const schema = yield* outputSchemaOf(ctx, description.schema)
+  const fingerprint = planFingerprint(ctx, { mode: "chunked", column: column.name, chunkSize: mode.chunkSize })
+  const chunkSpecs = Effect.flatMap(bounds(base, column.name), (range) =>
+    planChunks(ctx, column.name, mode.chunkSize, range)
+  )
+  const queryOf = (spec: ChunkSpec) => ({ ...base, where: [filterOf(column.name, spec)] })
+  const decodeSpec = decodeStored(ChunkSpec, ctx.spec.name, "chunk range")
+
+  const plan = Effect.gen(function* () {
+    const ranges = yield* chunkSpecs
+    return {
+      ...planHeader(ctx, fingerprint),
+      columns: schemaEntries(schema),
+      statements: ranges.map((spec) => statementOf(ctx, queryOf(spec))),
+      estimated_rows: yield* estimateOf(ctx, base),
+      chunks: {
+        column: column.name,
+        size: mode.chunkSize,
+        count: ranges.length,
+        first: ranges[0] ?? null,
+        last: ranges.at(-1) ?? null,
+        ranges
+      },
+      naming: partNamePattern("chunk", ctx.spec.name, ctx.format.extension, ctx.spec.maxFileSize !== undefined)
+    } satisfies ModePlan
+  })
+
+  const execute = (journal: RunJournal, given?: ModePlan) =>
+    Effect.gen(function* () {
+      const { state, progress } = ctx
+      // A run killed before its plan was saved has no units: it is planned now, like a new run.
+      const stored: ReadonlyArray<UnitRecord> = journal.resumed ? yield* state.units(journal.runId) : []
+      let chunks: ReadonlyArray<Chunk>
+      if (stored.length === 0) {
+        const specs = given?.chunks?.ranges ?? (yield* chunkSpecs)
+        chunks = specs.map((spec, index) => ({
+          unit: { index, spec: JSON.stringify(spec), status: "pending" as const, rows: 0 },
+          spec
+        }))
+        if (mode.checkpoint) yield* state.savePlan(journal.runId, chunks.map((chunk) => chunk.unit))
+      } else {
+        chunks = yield* Effect.forEach(stored, (unit) => Effect.map(decodeSpec(unit.spec), (spec) => ({ unit, spec })))
+      }
+      const units = chunks.map((chunk) => chunk.unit)
+      const pending = chunks.filter((chunk) => chunk.unit.status !== "done")
+      progress.units = { done: units.length - pending.length, total: units.length, label: "chunks" }
+
+      const runChunk = (runner: ChunkRunner, { unit, spec }: Chunk) =>
+        Effect.gen(function* () {
+          // One nonce for every attempt: a retried chunk overwrites the parts its failed attempt committed.
+          const work: ChunkWork = {
+            query: queryOf(spec),
+            runId: journal.runId,
+            naming: {
+              exportName: ctx.spec.name,
+              runStartedAt: journal.startedAt.toISOString(),
+              chunk: unit.index,
+              nonce: makeNonce(),
+              extension: ctx.format.extension,
+              sizeSplit: ctx.spec.maxFileSize !== undefined
+            }
+          }
+          // The chunk may run in a worker thread, whose keys this thread never sees: the run's cleanup lists its stem.
+          ctx.uploads?.notePrefix(
+            chunkAttemptStem(ctx.spec.name, journal.startedAt, work.naming.chunk, work.naming.nonce)
+          )
+          const outcome = yield* retryUnit(ctx, `chunk ${unit.index} (${describeChunk(column.name, spec)})`, runner(work))
+          if (mode.checkpoint) {
+            yield* state.commitUnit(journal.runId, { ...unit, status: "done", rows: outcome.rows }, outcome.parts)
+          }
+          progress.units!.done++
+          return [unit.index, outcome] as const
+        }).pipe(
+          Effect.mapError((error) =>
+            error._tag === "SourceError"
+              ? new SourceError({
+                  source: error.source,
+                  message: `chunk ${unit.index} (${describeChunk(column.name, spec)}): ${error.message}`,
+                  hint: error.hint,
+                  retryable: error.retryable
+                })
+              : error
+          )
+        )
+
+      const lanes = Math.min(mode.parallel, pending.length)
+      const finished = new Map(
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const runner = yield* (ctx.chunkRunner?.(lanes) ?? Effect.succeed(inProcessRunner(ctx)))
+            return yield* Effect.forEach(pending, (chunk) => runChunk(runner, chunk), { concurrency: mode.parallel })
+          })
+        )
+      )
+      const earlier = journal.resumed ? yield* state.parts(journal.runId) : []
+      const parts: Array<PartRecord> = []
+      const unrecorded: Array<PartRecord> = []
+      for (const unit of units) {
+        const outcome = finished.get(unit.index)
+        if (outcome) {
+          parts.push(...outcome.parts)
+          if (!mode.checkpoint) unrecorded.push(...outcome.parts)
+        } else {
+          parts.push(...earlier.filter((part) => part.unit === unit.index).map(toPartRecord))
+        }
+      }
+      return {
+        parts,
+        unrecorded,
+        schema,
+        sourceRows: [...finished.values()].reduce((sum, outcome) => sum + outcome.sourceRows, 0),
+        partStem: chunkRunStem(ctx.spec.name, journal.startedAt),
+        statements: chunks
+          .filter((chunk) => finished.has(chunk.unit.index))
+          .map((chunk) => statementOf(ctx, queryOf(chunk.spec)))
+      }
+    })
+
+  return {
+    checkpointed: mode.checkpoint,
+    fingerprint,
+    plan,
+    execute
+  } satisfies PreparedMode
+})
+
+const describeChunk = (column: string, spec: ChunkSpec): string =>
+  "nulls" in spec ? `${column} IS NULL` : `${column} ${spec.low}..${spec.high}`
+
+/** A planned chunk: its state-store record and its key range. */
+interface Chunk {
+  readonly unit: UnitRecord
+  readonly spec: ChunkSpec
+}
+
+export const toPartRecord = (part: PartRecord): PartRecord => ({
+  path: part.path,
+  rows: part.rows,
+  size_bytes: part.size_bytes,
+  content_fingerprint: part.content_fingerprint
+})

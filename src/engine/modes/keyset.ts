@@ -1,0 +1,162 @@
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { formatLogicalType } from "../../core/batch.js"
+import { ConfigError, SourceError } from "../../core/errors.js"
+import { isOrderable } from "../../core/key-text.js"
+import { type PartRecord, schemaEntries } from "../../core/manifest.js"
+import { pagePartName, pageRunStem, partNamePattern } from "../../core/naming.js"
+import type { ModePlan } from "../plan/model.js"
+import type { SourceQuery } from "../../core/plugin.js"
+import type { ModeOf } from "../../config/model.js"
+import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
+import { toPartRecord } from "./chunked.js"
+import { retryUnit, runAttempt } from "./attempt.js"
+import { planFingerprint } from "./fingerprint.js"
+import { decodeStored } from "./stored.js"
+import type { PreparedMode, RunJournal } from "./mode.js"
+import { estimateOf, planHeader, statementOf } from "./planning.js"
+
+/** A committed page's last key, one text value per key column (JSON in the state store). */
+const StoredKey = Schema.Array(Schema.String)
+
+/**
+ * Pages of `page_size` rows in key order, each its own short statement
+ * (`WHERE (k1, k2) > (last…) ORDER BY k1, k2 LIMIT n`). A page's part is named after the run and the page number, so
+ * a page re-read after a crash overwrites its own part. With `chunk_checkpoint` every committed page is recorded
+ * with its last key, and `--resume` continues after the last committed page.
+ */
+export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportContext, mode: ModeOf<"keyset">) {
+  const { describe, bounds } = yield* planningPrimitives(ctx)
+  const base = baseQuery(ctx.spec)
+  const description = yield* describe(base)
+  const keys = mode.keyColumns ?? description.primaryKey
+  if (keys.length === 0) {
+    return yield* new ConfigError({
+      path: `export '${ctx.spec.name}'.key_columns`,
+      message: "is not set and the table has no primary key to default to",
+      hint: "name a unique, non-null key, e.g. key_columns: [id]"
+    })
+  }
+  if (mode.keyColumns === undefined) {
+    yield* ctx.reporter.notice(ctx.spec.name, `key_columns not set: paging by the primary key (${keys.join(", ")})`)
+  }
+  for (const key of keys) {
+    const column = yield* requireColumn(ctx, description, key, "key_columns")
+    if (!isOrderable(column.type)) {
+      return yield* new ConfigError({
+        path: `export '${ctx.spec.name}'.key_columns`,
+        message: `column '${key}' is ${formatLogicalType(column.type)}, which cannot order rows`,
+        hint: "page by integer, decimal, text, uuid, date or timestamp columns"
+      })
+    }
+  }
+  const schema = yield* outputSchemaOf(ctx, description.schema)
+  const fingerprint = planFingerprint(ctx, { mode: "keyset", keys, pageSize: mode.pageSize })
+  const pageQuery = (after: ReadonlyArray<string> | undefined): SourceQuery => ({
+    ...base,
+    where: after ? [{ _tag: "After", columns: keys, values: after }] : [],
+    orderBy: keys,
+    limit: mode.pageSize
+  })
+
+  // Rows whose key is NULL are never "after" any key: paging would silently leave them out.
+  const refuseNullKeys = Effect.forEach(keys, (key) =>
+    Effect.flatMap(bounds(base, key), ({ hasNulls }) =>
+      hasNulls
+        ? new ConfigError({
+            path: `export '${ctx.spec.name}'.key_columns`,
+            message: `column '${key}' has NULL values, which keyset pages would leave out`,
+            hint: "page by NOT NULL columns, or use mode: chunked (it exports NULL keys in a chunk of their own)"
+          })
+        : Effect.void
+    ),
+    { discard: true }
+  )
+
+  // Later pages start after the last key of the page before: only the first statement is known in advance.
+  const plan = Effect.gen(function* () {
+    yield* refuseNullKeys
+    return {
+      ...planHeader(ctx, fingerprint),
+      columns: schemaEntries(schema),
+      statements: [statementOf(ctx, pageQuery(undefined))],
+      estimated_rows: yield* estimateOf(ctx, base),
+      pages: { key_columns: keys, page_size: mode.pageSize },
+      naming: partNamePattern("page", ctx.spec.name, ctx.format.extension, ctx.spec.maxFileSize !== undefined)
+    } satisfies ModePlan
+  })
+
+  const execute = (journal: RunJournal) =>
+    Effect.gen(function* () {
+      const { state, progress, spec } = ctx
+      yield* refuseNullKeys
+      const parts: Array<PartRecord> = []
+      const unrecorded: Array<PartRecord> = []
+      let page = 0
+      let after: ReadonlyArray<string> | undefined
+      if (journal.resumed) {
+        const done = (yield* state.units(journal.runId)).filter((unit) => unit.status === "done")
+        const earlier = yield* state.parts(journal.runId)
+        parts.push(...earlier.map(toPartRecord))
+        const last = done.at(-1)
+        if (last?.lastKey !== undefined) {
+          page = last.index + 1
+          after = yield* decodeStored(StoredKey, ctx.spec.name, "last key of page " + last.index)(last.lastKey)
+        }
+      }
+      progress.units = { done: page, label: "pages" }
+      let sourceRows = 0
+      const statements: Array<string> = []
+      for (;;) {
+        const current = page
+        const query = pageQuery(after)
+        statements.push(statementOf(ctx, query))
+        const outcome = yield* retryUnit(
+          ctx,
+          `page ${current}`,
+          runAttempt(ctx, {
+            query,
+            runId: journal.runId,
+            track: keys,
+            runStartedAt: journal.startedAt,
+            keyOf: (part) =>
+              pagePartName(spec.name, journal.startedAt, current, ctx.format.extension, part, spec.maxFileSize !== undefined)
+          })
+        )
+        sourceRows += outcome.sourceRows
+        if (outcome.sourceRows === 0) break
+        const lastKey = outcome.last
+        if (lastKey.some((value) => value === undefined)) {
+          return yield* new SourceError({
+            source: ctx.source.label,
+            message: `export '${spec.name}': page ${current} ended on a row with a NULL key`,
+            hint: "page by NOT NULL columns",
+            retryable: false
+          })
+        }
+        if (mode.checkpoint) {
+          yield* state.commitUnit(
+            journal.runId,
+            {
+              index: current,
+              spec: JSON.stringify({ after: after ?? null }),
+              status: "done",
+              rows: outcome.rows,
+              lastKey: JSON.stringify(lastKey)
+            },
+            outcome.parts
+          )
+        } else {
+          unrecorded.push(...outcome.parts)
+        }
+        parts.push(...outcome.parts)
+        progress.units.done++
+        page++
+        after = lastKey as ReadonlyArray<string>
+        if (outcome.sourceRows < mode.pageSize) break
+      }
+      return { parts, unrecorded, schema, sourceRows, partStem: pageRunStem(spec.name, journal.startedAt), statements }
+    })
+
+  return { checkpointed: mode.checkpoint, fingerprint, plan, execute } satisfies PreparedMode
+})

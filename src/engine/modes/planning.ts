@@ -1,0 +1,50 @@
+import * as Effect from "effect/Effect"
+import type { BatchSchema } from "../../core/batch.js"
+import type { ConfigError, SourceError } from "../../core/errors.js"
+import { schemaEntries } from "../../core/manifest.js"
+import type { ModePlan } from "../plan/model.js"
+import type { SourceQuery } from "../../core/plugin.js"
+import { baseQuery, type ExportContext, outputSchemaOf } from "./context.js"
+
+/**
+ * The statement a query runs, parameters inline, for plans and run reports. A source without `render` shows its
+ * base query (it can only run `mode: full`, whose statement is exactly that).
+ */
+export const statementOf = (ctx: Pick<ExportContext, "source">, query: SourceQuery): string =>
+  ctx.source.render?.(query) ?? query.sql
+
+/** The source's row estimate for a query from its statistics; `null` when it cannot tell. */
+export const estimateOf = (ctx: ExportContext, query: SourceQuery): Effect.Effect<number | null, SourceError> =>
+  ctx.source.estimateRows
+    ? Effect.map(ctx.source.estimateRows(query), (rows) => rows ?? null)
+    : Effect.succeed(null)
+
+/** The fields of a plan that every mode fills the same way. */
+export const planHeader = (
+  ctx: ExportContext,
+  fingerprint: string
+): Pick<ModePlan, "name" | "mode" | "fingerprint" | "source" | "destination"> => ({
+  name: ctx.spec.name,
+  mode: ctx.spec.mode.kind,
+  fingerprint,
+  source: ctx.source.displayUrl,
+  destination: ctx.sink.uri()
+})
+
+/**
+ * The columns a plan shows: the output schema the mode resolved already, else the base query described now — the
+ * same resolution a run makes, so a column the run would refuse (an unbounded numeric, an override that does not
+ * fit) fails the plan too. Undefined when the source cannot describe queries (it runs `mode: full` only).
+ */
+export const plannedColumns = (
+  ctx: ExportContext,
+  resolved: BatchSchema | undefined
+): Effect.Effect<ModePlan["columns"], SourceError | ConfigError> => {
+  if (resolved !== undefined) return Effect.succeed(schemaEntries(resolved))
+  const { describe } = ctx.source
+  if (describe === undefined) return Effect.succeed(undefined)
+  return describe(baseQuery(ctx.spec)).pipe(
+    Effect.flatMap((description) => outputSchemaOf(ctx, description.schema)),
+    Effect.map(schemaEntries)
+  )
+}

@@ -1,0 +1,158 @@
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { ExportConfig, RivetConfig } from "../config/model.js"
+import { stateLayerFor } from "../state/layer.js"
+import type { StateStore } from "../state/store.js"
+import { guardedPluginError } from "./plugin-guard.js"
+import { ConfigError, defectDetail, describeCause, PluginError, type RivetError, type StateError } from "../core/errors.js"
+import { laneSettings } from "./lanes/runner.js"
+import { leaseTtlFrom } from "./lease.js"
+import { exportLayer, sourceLayer } from "./layers.js"
+import type { ModePlan } from "./plan/model.js"
+import { type BatchTransform, SourceDriver } from "../core/plugin.js"
+import { type ExportResult, runExport, type RunOptions } from "./pipeline.js"
+import { ProgressReporter } from "../core/progress.js"
+import type { RetryPolicy } from "../core/retry.js"
+
+export { exportLayer } from "./layers.js"
+
+export interface RunConfigOptions {
+  /** Run only these exports (by name), in config order. */
+  readonly only?: ReadonlyArray<string> | undefined
+  readonly env?: Readonly<Record<string, string | undefined>>
+  readonly retry?: RetryPolicy
+  /** Continue unfinished checkpointed runs (`rivet run --resume`). */
+  readonly resume?: boolean | undefined
+  /**
+   * How long an export waits, in milliseconds, for another run of it (holding its lease) to finish before it
+   * fails (`rivet run --wait`). Default 0: fail at once, naming the other run.
+   */
+  readonly waitMs?: number | undefined
+  /** Transforms given in code, by export name, applied between the source and the format. */
+  readonly transforms?: Readonly<Record<string, BatchTransform>> | undefined
+  /**
+   * Where state lives (default: `RIVET_STATE_URL`, else `.rivet_state.db` beside the config). Programs that
+   * want no file can pass `sqliteStateLayer(":memory:")`.
+   */
+  readonly state?: Layer.Layer<StateStore, StateError> | undefined
+  /**
+   * Planned exports by name (`rivet run --plan`, checked with `plannedExports`): each runs exactly its plan, and
+   * is refused when its config or stored cursor moved since.
+   */
+  readonly plans?: ReadonlyMap<string, ModePlan> | undefined
+}
+
+export type ExportRun<E = never> =
+  | { readonly _tag: "success"; readonly result: ExportResult }
+  | { readonly _tag: "failure"; readonly exportName: string; readonly error: RivetError | E }
+
+/** Picks the exports to run; an unknown name is a usage error listing the known ones. */
+export const selectExports = (
+  config: RivetConfig,
+  only: ReadonlyArray<string> | undefined
+): Effect.Effect<ReadonlyArray<ExportConfig>, ConfigError> => {
+  if (!only || only.length === 0) return Effect.succeed(config.exports)
+  const known = config.exports.map((spec) => spec.name)
+  const unknown = only.find((name) => !known.includes(name))
+  if (unknown !== undefined) {
+    return Effect.fail(
+      new ConfigError({
+        path: "--export",
+        message: `export '${unknown}' is not defined in ${config.origin}`,
+        hint: `known exports: ${known.join(", ")}`
+      })
+    )
+  }
+  return Effect.succeed(config.exports.filter((spec) => only.includes(spec.name)))
+}
+
+/**
+ * Runs the selected exports one after another with one shared source connection. A failing export
+ * does not stop the others; each outcome is returned (and reported through the ProgressReporter).
+ */
+export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetConfig, options: RunConfigOptions = {}) {
+  const selected = yield* selectExports(config, options.only)
+  const reporter = yield* ProgressReporter
+  // Without a source no export can run: fail once instead of once per export.
+  const sourceContext = yield* Layer.build(sourceLayer(config, options.env))
+  const stateContext = yield* Layer.build(
+    options.state ?? stateLayerFor({ configDir: config.configDir, env: options.env ?? process.env })
+  )
+  yield* Effect.flatMap(SourceDriver, (source) => source.check).pipe(Effect.provide(sourceContext))
+  const ttlMs = yield* leaseTtlFrom(options.env ?? process.env)
+  const runOptions: RunOptions = {
+    lease: { ttlMs, waitMs: options.waitMs ?? 0 },
+    sourceType: config.source.plugin.type,
+    ...(options.retry ? { retry: options.retry } : {}),
+    resume: options.resume ?? false,
+    lanes: laneSettings(config, options.env ?? process.env)
+  }
+  const runs: Array<ExportRun> = []
+  for (const spec of selected) {
+    const started = yield* Clock.currentTimeMillis
+    const transform = options.transforms?.[spec.name]
+    const plan = options.plans?.get(spec.name)
+    const exit = yield* runExport(transform ? { ...spec, transform } : spec, plan ? { ...runOptions, plan } : runOptions).pipe(
+      Effect.provide(exportLayer(config, spec, options.env)),
+      Effect.provide(sourceContext),
+      Effect.provide(stateContext),
+      Effect.exit
+    )
+    if (Exit.isSuccess(exit)) {
+      const result = exit.value
+      runs.push({ _tag: "success", result })
+      yield* reporter.finished({
+        exportName: spec.name,
+        runId: result.runId,
+        status: result.status,
+        mode: result.mode,
+        untracked: result.untracked,
+        rows: result.rows,
+        files: result.parts.length,
+        bytes: result.bytes,
+        retries: result.retries,
+        durationMs: result.durationMs,
+        uri: result.uri
+      })
+      continue
+    }
+    // Only a pure interruption (Ctrl-C) stops the run: a failed layer build also carries the interruption of its
+    // sibling layer's fiber, and must be reported as this export's error.
+    if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
+    const error = errorOf(exit.cause, spec)
+    runs.push({ _tag: "failure", exportName: spec.name, error })
+    yield* reporter.finished({
+      exportName: spec.name,
+      runId: "",
+      status: "failed",
+      mode: spec.mode.kind,
+      rows: 0,
+      files: 0,
+      bytes: 0,
+      retries: 0,
+      durationMs: (yield* Clock.currentTimeMillis) - started,
+      uri: "",
+      error: error.message
+    })
+  }
+  return runs
+}, Effect.scoped)
+
+/** The tagged error of a failed export; an unexpected defect (a plugin that threw) becomes a PluginError. */
+const errorOf = (cause: Cause.Cause<RivetError>, spec: ExportConfig): RivetError => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) return failure.value
+  const guarded = guardedPluginError(cause)
+  if (guarded !== undefined) return guarded
+  const defect = Cause.squash(cause)
+  return new PluginError({
+    plugin: `${spec.format.plugin.type}/${spec.destination.plugin.type}`,
+    message: `export '${spec.name}' failed unexpectedly: ${describeCause(defect)}`,
+    hint: "this is a bug in a plugin or in Rivet; run with --verbose for details",
+    ...defectDetail(defect)
+  })
+}

@@ -1,0 +1,194 @@
+import { createHash, type Hash } from "node:crypto"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { PartPiece } from "./encode-parts.js"
+import type { SinkError } from "../core/errors.js"
+import type { PartRecord } from "../core/manifest.js"
+import type { SinkDriverShape, UploadHandle } from "../core/plugin.js"
+import { type RetryPolicy, withRetry } from "../core/retry.js"
+import { abortPendingAt } from "./upload-cleanup.js"
+
+/** A block of one part, ready for the sink. The last block of a part carries the part's totals. */
+interface Block {
+  readonly part: number
+  readonly index: number
+  readonly bytes: Uint8Array
+  readonly last?: { readonly rows: number; readonly size: number; readonly sha256: string }
+}
+
+export interface UploadOptions {
+  readonly sink: SinkDriverShape
+  readonly contentType: string
+  readonly keyOf: (part: number) => string
+  readonly retry: RetryPolicy
+  readonly onRetry: (error: SinkError) => void
+  /** Called once a part is visible under its final key. */
+  readonly onCommitted: (record: PartRecord) => void
+  readonly onBytes: (count: number) => void
+  /** Called before the first attempt to begin a multipart upload at `key`, so the run can clean up after it. */
+  readonly onBegin?: ((key: string) => void) | undefined
+}
+
+/** Cuts each part's bytes into `blockSize` blocks, hashing and counting them on the way. */
+const toBlocks = (blockSize: number) => {
+  const pending: Array<Uint8Array> = []
+  let pendingLength = 0
+  let index = 0
+  let size = 0
+  let hash: Hash = createHash("sha256")
+
+  // Takes the first `length` pending bytes. A block inside one chunk is a view of it; only a block spanning
+  // chunks is copied, and only its own bytes (the rest stays as views).
+  const take = (length: number): Uint8Array => {
+    const first = pending[0]
+    if (first !== undefined && first.length >= length) {
+      if (first.length === length) pending.shift()
+      else pending[0] = first.subarray(length)
+      pendingLength -= length
+      return first.subarray(0, length)
+    }
+    const block = new Uint8Array(length)
+    let offset = 0
+    while (offset < length) {
+      const chunk = pending[0]!
+      const wanted = length - offset
+      if (chunk.length <= wanted) {
+        block.set(chunk, offset)
+        offset += chunk.length
+        pending.shift()
+      } else {
+        block.set(chunk.subarray(0, wanted), offset)
+        pending[0] = chunk.subarray(wanted)
+        offset = length
+      }
+    }
+    pendingLength -= length
+    return block
+  }
+
+  return (piece: PartPiece): Array<Block> => {
+    if (piece._tag === "bytes") {
+      pending.push(piece.bytes)
+      pendingLength += piece.bytes.length
+      size += piece.bytes.length
+      hash.update(piece.bytes)
+      const blocks: Array<Block> = []
+      while (pendingLength > blockSize) blocks.push({ part: piece.part, index: index++, bytes: take(blockSize) })
+      return blocks
+    }
+    const last = { rows: piece.rows, size, sha256: `sha256:${hash.digest("hex")}` }
+    const block: Block = { part: piece.part, index, bytes: take(pendingLength), last }
+    index = 0
+    size = 0
+    hash = createHash("sha256")
+    return [block]
+  }
+}
+
+/**
+ * Streams encoded parts into the sink and emits a record per committed part. A part that fits in one
+ * block is written with a single `put`; larger parts go block by block (up to `concurrency` at once)
+ * and are completed after their last block. Failed blocks are retried by the runtime's policy; any
+ * upload still open when the scope closes with a failure or interruption is aborted, so nothing
+ * half-written ever appears under a final key. Where a `begin` failed, was retried or was interrupted, the
+ * destination may hold an upload without a handle: its key's pending uploads are listed and aborted once the
+ * part is complete, or when the scope closes.
+ */
+export const uploadParts = <E, R>(
+  pieces: Stream.Stream<PartPiece, E, R>,
+  options: UploadOptions
+): Effect.Effect<ReadonlyArray<PartRecord>, E | SinkError, R | Scope.Scope> =>
+  Effect.gen(function* () {
+    const { sink } = options
+    const open = new Map<number, Effect.Effect<UploadHandle, SinkError>>()
+    const begun = new Map<number, UploadHandle>()
+    // Parts whose `begin` failed, was retried or was interrupted at least once, by key: the destination may hold an
+    // upload no handle knows (it created one, the response was lost), to be found by listing and aborted.
+    const unsure = new Map<number, string>()
+
+    const abortUnknown = (part: number, key: string) =>
+      abortPendingAt(sink, key, options.retry).pipe(
+        Effect.tap(() => Effect.sync(() => unsure.delete(part))),
+        // Not the unit's failure: its data is unaffected, and the export's own cleanup lists these keys again.
+        Effect.ignore
+      )
+
+    yield* Effect.addFinalizer((exit) =>
+      Exit.isSuccess(exit)
+        ? Effect.forEach([...unsure], ([part, key]) => abortUnknown(part, key), { discard: true })
+        : // A transient failure must not leave an S3 multipart upload behind for good: no later run finds it.
+          Effect.zipRight(
+            Effect.forEach(
+              [...begun],
+              ([part, handle]) =>
+                withRetry(handle.abort, options.retry, () => {}).pipe(
+                  Effect.catchAll(() => Effect.sync(() => unsure.set(part, options.keyOf(part))))
+                ),
+              { discard: true }
+            ),
+            Effect.forEach([...unsure], ([part, key]) => abortUnknown(part, key), { discard: true })
+          )
+    )
+
+    const retried = <A>(operation: Effect.Effect<A, SinkError>) => withRetry(operation, options.retry, options.onRetry)
+
+    const handleOf = (part: number): Effect.Effect<UploadHandle, SinkError> =>
+      Effect.suspend(() => {
+        const existing = open.get(part)
+        if (existing) return existing
+        const key = options.keyOf(part)
+        options.onBegin?.(key)
+        const attempt = sink.begin(key, options.contentType).pipe(
+          Effect.onExit((exit) => (Exit.isFailure(exit) ? Effect.sync(() => unsure.set(part, key)) : Effect.void))
+        )
+        const started = retried(attempt).pipe(
+          Effect.tap((handle) => Effect.sync(() => begun.set(part, handle))),
+          Effect.cached,
+          Effect.runSync
+        )
+        open.set(part, started)
+        return started
+      })
+
+    const writeBlock = (block: Block): Effect.Effect<Block, SinkError> =>
+      Effect.as(
+        block.last && block.index === 0
+          ? retried(sink.put(options.keyOf(block.part), block.bytes, options.contentType))
+          : Effect.flatMap(handleOf(block.part), (handle) => retried(handle.writeBlock(block.index, block.bytes))),
+        block
+      ).pipe(Effect.tap(() => Effect.sync(() => options.onBytes(block.bytes.length))))
+
+    const commit = (block: Block): Effect.Effect<Option.Option<PartRecord>, SinkError> =>
+      Effect.gen(function* () {
+        if (!block.last) return Option.none()
+        if (block.index > 0) {
+          const handle = yield* handleOf(block.part)
+          yield* retried(handle.complete(block.index + 1))
+          begun.delete(block.part)
+          open.delete(block.part)
+          // The part's own upload is complete: any upload still pending at its key is one a lost response created.
+          const lost = unsure.get(block.part)
+          if (lost !== undefined) yield* abortUnknown(block.part, lost)
+        }
+        const record: PartRecord = {
+          path: options.keyOf(block.part),
+          rows: block.last.rows,
+          size_bytes: block.last.size,
+          content_fingerprint: block.last.sha256
+        }
+        options.onCommitted(record)
+        return Option.some(record)
+      })
+
+    const records = yield* pieces.pipe(
+      Stream.mapConcat(toBlocks(sink.capabilities.blockSize)),
+      Stream.mapEffect(writeBlock, { concurrency: Math.max(1, sink.capabilities.concurrency) }),
+      Stream.mapEffect(commit),
+      Stream.filterMap((record) => record),
+      Stream.runCollect
+    )
+    return [...records]
+  })

@@ -1,0 +1,200 @@
+import { randomBytes } from "node:crypto"
+import type { FileHandle } from "node:fs/promises"
+import { mkdir, open, rename, stat, unlink } from "node:fs/promises"
+import { basename, dirname, join } from "node:path"
+import * as Effect from "effect/Effect"
+import type { SinkError } from "../../../core/errors.js"
+import { fsError, protocolError } from "./errors.js"
+
+/** Prefix shared by every temp file: `.<name>.tmp-<pid>-<random>` beside the target. */
+export const tempFileMarker = ".tmp-"
+
+/**
+ * The temp-file path for a target: a dot-file in the same directory, so the final rename is atomic. The writer's
+ * process id is part of the name so a later run can tell the leftovers of a killed process from live writes.
+ */
+export const tempPathFor = (target: string): string =>
+  // 200 leaves room for the dot and suffix within the usual 255-byte name limit.
+  join(
+    dirname(target),
+    `.${basename(target).slice(0, 200)}${tempFileMarker}${process.pid}-${randomBytes(6).toString("hex")}`
+  )
+
+const TEMP_NAME = /^\..+\.tmp-(\d+)-[0-9a-f]{12}$/
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (cause) {
+    // EPERM: the process exists but belongs to someone else.
+    return typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EPERM"
+  }
+}
+
+/**
+ * True for a temp file whose writer is no longer running on this machine (killed mid-write: SIGKILL, OOM, power
+ * loss). Temp files of live processes — another Rivet writing to the same directory — are never touched.
+ */
+export const isAbandonedTempFile = (name: string): boolean => {
+  const match = TEMP_NAME.exec(name)
+  return match !== null && Number(match[1]) !== process.pid && !isAlive(Number(match[1]))
+}
+
+const isMissing = (cause: unknown): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
+
+/** Creates `dir` and its missing parents one level at a time, so a failure carries its own error code. */
+const mkdirStepwise = async (dir: string): Promise<void> => {
+  const parent = dirname(dir)
+  if (parent !== dir) {
+    await stat(parent).catch((cause: unknown) => (isMissing(cause) ? mkdirStepwise(parent) : Promise.reject(cause)))
+  }
+  await mkdir(dir).catch((cause: unknown) =>
+    typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EEXIST"
+      ? undefined
+      : Promise.reject(cause)
+  )
+}
+
+/**
+ * `mkdir -p`. Node's recursive mkdir reports some failures as ENOENT (EROFS on a read-only file system among
+ * them), which would tell the user a directory is missing; on ENOENT it is redone level by level for the real cause.
+ */
+export const ensureDirectory = (dir: string, operation: string, key?: string): Effect.Effect<void, SinkError> =>
+  Effect.tryPromise({
+    try: () =>
+      mkdir(dir, { recursive: true }).catch((cause: unknown) =>
+        isMissing(cause) ? mkdirStepwise(dir) : Promise.reject(cause)
+      ),
+    catch: fsError({ operation, action: "create the directory", path: dir, key })
+  })
+
+/** Flushes a directory entry (the rename) to disk; without it a crash can forget a completed rename. */
+export const syncDirectory = (dir: string, operation: string, key?: string): Effect.Effect<void, SinkError> =>
+  process.platform === "win32"
+    ? Effect.void // Windows cannot open a directory for fsync; NTFS journals the rename itself.
+    : Effect.acquireUseRelease(
+        Effect.tryPromise({
+          try: () => open(dir, "r"),
+          catch: fsError({ operation, action: "open the directory to flush it", path: dir, key })
+        }),
+        (handle) =>
+          Effect.tryPromise({
+            try: () => handle.sync(),
+            catch: fsError({ operation, action: "flush the directory", path: dir, key })
+          }),
+        (handle) => Effect.promise(() => handle.close().catch(() => undefined))
+      )
+
+/**
+ * One object being written to `.<name>.tmp-<random>`. `commit` makes it visible under the target name;
+ * `discard` removes it. Both are idempotent and uninterruptible, and after either the file handle is closed.
+ */
+export interface TempFile {
+  readonly path: string
+  /** Positional write: safe to repeat and to run for several ranges at once. */
+  readonly writeAt: (position: number, bytes: Uint8Array, operation: string) => Effect.Effect<void, SinkError>
+  /** Truncates to `size`, fsyncs, closes, renames onto the target and fsyncs the directory. */
+  readonly commit: (size: number, operation: string) => Effect.Effect<void, SinkError>
+  /** Closes and deletes the temp file; a no-op after commit or a previous discard. */
+  readonly discard: Effect.Effect<void, SinkError>
+  /** True once committed or discarded. */
+  readonly settled: () => boolean
+}
+
+/** Creates the target's directory and opens a fresh temp file beside the target. */
+export const openTempFile = (options: {
+  readonly target: string
+  readonly key: string
+  readonly operation: string
+}): Effect.Effect<TempFile, SinkError> => {
+  const { target, key, operation } = options
+  const path = tempPathFor(target)
+  return ensureDirectory(dirname(target), operation, key).pipe(
+    Effect.zipRight(
+      Effect.tryPromise({
+        try: () => open(path, "wx"),
+        catch: fsError({ operation, action: "create a temp file", path, key })
+      })
+    ),
+    Effect.map((handle) => makeTempFile(handle, path, target, key))
+  )
+}
+
+const makeTempFile = (opened: FileHandle, path: string, target: string, key: string): TempFile => {
+  let file: FileHandle | undefined = opened
+  let phase: "writing" | "committed" | "discarded" = "writing"
+  let renamed = false
+
+  const closeFile = Effect.suspend(() => {
+    const handle = file
+    file = undefined
+    // A failed close still releases the descriptor on every platform Node supports.
+    return handle === undefined ? Effect.void : Effect.promise(() => handle.close().catch(() => undefined))
+  })
+
+  const writeAt = (position: number, bytes: Uint8Array, operation: string): Effect.Effect<void, SinkError> =>
+    Effect.suspend(() => {
+      const handle = file
+      if (phase !== "writing" || handle === undefined) {
+        const state = phase === "writing" ? "being completed" : phase
+        return Effect.fail(protocolError(operation, `cannot write ${key}: the upload is already ${state}`, key))
+      }
+      return Effect.tryPromise({
+        try: async () => {
+          let offset = 0
+          while (offset < bytes.length) {
+            const { bytesWritten } = await handle.write(bytes, offset, bytes.length - offset, position + offset)
+            offset += bytesWritten
+          }
+        },
+        catch: fsError({ operation, action: `write ${key}`, path, key })
+      })
+    })
+
+  const commit = (size: number, operation: string): Effect.Effect<void, SinkError> =>
+    Effect.suspend(() => {
+      if (phase === "committed") return Effect.void
+      if (phase === "discarded") {
+        return Effect.fail(protocolError(operation, `the upload of ${key} was aborted and cannot complete`, key))
+      }
+      const handle = file
+      const flush =
+        handle === undefined
+          ? Effect.void
+          : Effect.tryPromise({
+              try: async () => {
+                await handle.truncate(size)
+                await handle.sync()
+              },
+              catch: fsError({ operation, action: `flush ${key} to disk`, path, key })
+            }).pipe(Effect.zipRight(closeFile))
+      const moveIntoPlace = renamed
+        ? Effect.void
+        : Effect.tryPromise({
+            try: () => rename(path, target),
+            catch: fsError({ operation, action: "rename the temp file into place", path: target, key })
+          }).pipe(Effect.tap(() => Effect.sync(() => (renamed = true))))
+      return flush.pipe(
+        Effect.zipRight(moveIntoPlace),
+        Effect.zipRight(syncDirectory(dirname(target), operation, key)),
+        Effect.tap(() => Effect.sync(() => (phase = "committed")))
+      )
+    }).pipe(Effect.uninterruptible)
+
+  const discard: Effect.Effect<void, SinkError> = Effect.suspend(() => {
+    if (phase !== "writing") return Effect.void
+    phase = "discarded"
+    // After the rename the object is already visible; like any committed part it stays (at-least-once).
+    const remove = renamed
+      ? Effect.void
+      : Effect.tryPromise({
+          try: () => unlink(path).catch((cause: unknown) => (isMissing(cause) ? undefined : Promise.reject(cause))),
+          catch: fsError({ operation: "abort", action: "delete the temp file", path, key })
+        })
+    return closeFile.pipe(Effect.zipRight(remove))
+  }).pipe(Effect.uninterruptible)
+
+  return { path, writeAt, commit, discard, settled: () => phase !== "writing" }
+}

@@ -1,0 +1,88 @@
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import type { SourceError } from "../../../core/errors.js"
+import type { PluginContext, SourceDriverShape, SourceQuery } from "../../../core/plugin.js"
+import type { MysqlConfig } from "./config.js"
+import { type ErrorContext, sourceError } from "./errors.js"
+import { describeQuery, estimateQueryRows, queryBounds } from "./inspect.js"
+import { openResult } from "./result.js"
+import { openSession, runOn, type SessionSettings } from "./session.js"
+import { queryProblem, renderForDisplay } from "./statement.js"
+import { displayAddress, isUrlProblem, makeScrubber, parseMysqlUrl, shortAddress } from "./url.js"
+
+/** The connection URL and where it came from (`source.url`, or the environment variable), for messages. */
+const resolveUrl = (config: MysqlConfig, context: PluginContext): Effect.Effect<{ url: string; origin: string }, SourceError> => {
+  if (config.url !== undefined) return Effect.succeed({ url: Redacted.value(config.url), origin: "source.url" })
+  const name = config.url_env!
+  const value = context.env[name]
+  return value === undefined || value === ""
+    ? Effect.fail(
+        sourceError(context, `environment variable ${name} (source.url_env) is not set`, {
+          hint: `set it to the connection URL, e.g. export ${name}=mysql://user:password@host:3306/database`
+        })
+      )
+    : Effect.succeed({ url: value, origin: `environment variable ${name} (source.url_env)` })
+}
+
+/**
+ * Builds the mysql source driver. Every export read (and every planning query) has its own connection, opened in
+ * the caller's scope and closed with it: one connection per export, per chunk lane.
+ */
+export const makeMysqlDriver = (
+  config: MysqlConfig,
+  context: PluginContext
+): Effect.Effect<SourceDriverShape, SourceError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const resolved = yield* resolveUrl(config, context)
+    const address = parseMysqlUrl(resolved.url)
+    if (isUrlProblem(address)) {
+      return yield* Effect.fail(sourceError(context, `${resolved.origin}: ${address.message}`, { hint: address.hint }))
+    }
+    const displayUrl = displayAddress(address)
+    const errors: ErrorContext = { exportName: context.exportName, displayUrl, scrub: makeScrubber(address, resolved.url) }
+    const settings: SessionSettings = { statementTimeoutS: config.statement_timeout_s, lockTimeoutS: config.lock_timeout_s }
+    const zeroDatesAsNull = config.zero_dates === "null"
+
+    const queryContext = (query: SourceQuery): Effect.Effect<ErrorContext, SourceError> => {
+      const scoped: ErrorContext = { ...errors, exportName: query.exportName, table: query.table }
+      const problem = queryProblem(query)
+      return problem === undefined ? Effect.succeed(scoped) : Effect.fail(sourceError(scoped, problem))
+    }
+    const sessionFor = (scoped: ErrorContext) => (snapshot: boolean) => openSession(address, settings, scoped, snapshot)
+
+    const check = Effect.scoped(
+      Effect.flatMap(sessionFor(errors)(false), (session) => runOn(session, errors, "connecting", "SELECT 1"))
+    ).pipe(Effect.asVoid, Effect.withSpan("MysqlSource.check"))
+
+    const open = Effect.fn("MysqlSource.open")(function* (query: SourceQuery) {
+      const scoped = yield* queryContext(query)
+      return yield* openResult(sessionFor(scoped), query, zeroDatesAsNull, scoped)
+    })
+
+    const describe = Effect.fn("MysqlSource.describe")(function* (query: SourceQuery) {
+      const scoped = yield* queryContext(query)
+      return yield* describeQuery(sessionFor(scoped), query, scoped)
+    })
+
+    const bounds = Effect.fn("MysqlSource.bounds")(function* (query: SourceQuery, column: string) {
+      const scoped = yield* queryContext(query)
+      return yield* queryBounds(sessionFor(scoped), query, column, scoped)
+    })
+
+    const estimateRows = Effect.fn("MysqlSource.estimateRows")(function* (query: SourceQuery) {
+      const scoped = yield* queryContext(query)
+      return yield* estimateQueryRows(sessionFor(scoped), query, scoped)
+    })
+
+    return {
+      label: `MySQL(${shortAddress(address)})`,
+      displayUrl,
+      check,
+      open,
+      describe,
+      bounds,
+      render: renderForDisplay,
+      estimateRows
+    }
+  })
