@@ -13,7 +13,7 @@ import type { UnitOutcome } from "../modes/run-unit.js"
 import type { ExportProgress } from "../../core/progress.js"
 import { decodeError, encodeError, workerLost } from "./errors.js"
 import type { FromWorker, LaneInit, ProgressDelta, ToWorker } from "./protocol.js"
-import { type ChunkRunner, type ChunkWork, inProcessRunner } from "./work.js"
+import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../modes/chunk-work.js"
 
 /** How long a worker may take to close its chunk's scope (abort uploads, remove temp files) before it is terminated. */
 const STOP_GRACE = "10 seconds"

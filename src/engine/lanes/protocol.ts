@@ -2,7 +2,7 @@ import type { BatchSchema } from "../../core/batch.js"
 import type { PartRecord } from "../../core/manifest.js"
 import type { UnitOutcome } from "../modes/run-unit.js"
 import type { EncodedError } from "./errors.js"
-import type { ChunkWork } from "./work.js"
+import type { ChunkWork } from "../modes/chunk-work.js"
 
 /** What a chunk worker thread starts with (its `workerData`). Plain data only: it is cloned into the thread. */
 export interface LaneInit {

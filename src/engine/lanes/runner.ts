@@ -5,7 +5,7 @@ import * as Effect from "effect/Effect"
 import type { RivetConfig } from "../../config/model.js"
 import type { ExportContext } from "../modes/context.js"
 import { type LaneSettings, startLanes } from "./pool.js"
-import { inProcessRunner } from "./work.js"
+import { inProcessRunner } from "../modes/chunk-work.js"
 
 export type { LaneSettings } from "./pool.js"
 

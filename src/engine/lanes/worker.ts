@@ -19,7 +19,7 @@ import { FormatDriver, SinkDriver, SourceDriver } from "../../core/plugin.js"
 import type { ExportProgress } from "../../core/progress.js"
 import { decodeError, type EncodedError, encodeFailure } from "./errors.js"
 import type { FromWorker, LaneInit, ProgressDelta, ToWorker } from "./protocol.js"
-import { chunkUnitWork, type ChunkWork } from "./work.js"
+import { chunkUnitWork, type ChunkWork } from "../modes/chunk-work.js"
 
 /**
  * A chunk worker thread (started by pool.ts): reads the config file again, builds the export's source (its own

@@ -6,7 +6,7 @@ import type { BatchSchema } from "../../core/batch.js"
 import type { ExportConfig } from "../../config/model.js"
 import { ConfigError, type RivetError, type SourceError } from "../../core/errors.js"
 import { withMetaColumns } from "../meta-columns.js"
-import type { ChunkRunner } from "../lanes/work.js"
+import type { ChunkRunner } from "./chunk-work.js"
 import type { QualityGates } from "../quality/gates.js"
 import type {
   FormatDriverShape,

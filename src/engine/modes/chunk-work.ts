@@ -1,7 +1,7 @@
 import type * as Effect from "effect/Effect"
 import type { RivetError } from "../../core/errors.js"
-import { runAttempt } from "../modes/attempt.js"
-import type { UnitContext, UnitOutcome, UnitWork } from "../modes/run-unit.js"
+import { runAttempt } from "./attempt.js"
+import type { UnitContext, UnitOutcome, UnitWork } from "./run-unit.js"
 import { chunkPartName } from "../../core/naming.js"
 import type { SourceQuery } from "../../core/plugin.js"
 
