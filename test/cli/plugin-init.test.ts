@@ -1,3 +1,4 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -9,7 +10,7 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-plugin-init-"))
 afterAll(() => fs.rmSync(work, { recursive: true, force: true }))
 
 const scaffold = (name: string, kind: "sink" | "format" | "source", dir: string) =>
-  Effect.runPromise(Effect.either(scaffoldPlugin(name, kind, dir)))
+  Effect.runPromise(Effect.either(scaffoldPlugin(name, kind, dir)).pipe(Effect.provide(NodeFileSystem.layer)))
 
 describe("rivet plugin init", () => {
   it("derives the plugin type from the package name", () => {

@@ -1,10 +1,11 @@
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { ConfigError, describeCause, type RivetError } from "../../core/errors.js"
+import { fileProblem } from "../../config/read-file.js"
+import { ConfigError, type RivetError } from "../../core/errors.js"
 import { planInit } from "../../engine/init/plan.js"
 import { renderInitYaml } from "../../engine/init/render.js"
 import type { SourceDiscovery } from "../../core/plugin.js"
@@ -38,12 +39,7 @@ const outputOption = Options.file("output", { exists: "either" }).pipe(
 const forceOption = Options.boolean("force").pipe(Options.withDescription("Overwrite the --output file if it exists."))
 
 const exists = (file: string) =>
-  Effect.promise(() =>
-    fs.access(file).then(
-      () => true,
-      () => false
-    )
-  )
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.exists(file)).pipe(Effect.orElseSucceed(() => false))
 
 const existsError = (file: string) =>
   new ConfigError({
@@ -53,14 +49,14 @@ const existsError = (file: string) =>
   })
 
 const writeConfig = (file: string, text: string, force: boolean) =>
-  Effect.tryPromise({
+  Effect.flatMap(FileSystem.FileSystem, (fs) =>
     // `wx` refuses atomically: a file created between the check and the write is not overwritten either.
-    try: () => fs.writeFile(file, text, { flag: force ? "w" : "wx" }),
-    catch: (cause) =>
-      typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EEXIST"
+    Effect.mapError(fs.writeFileString(file, text, { flag: force ? "w" : "wx" }), (error) =>
+      error._tag === "SystemError" && error.reason === "AlreadyExists"
         ? existsError(file)
-        : new ConfigError({ path: "--output", message: `cannot write ${file}: ${describeCause(cause)}` })
-  })
+        : new ConfigError({ path: "--output", message: `cannot write ${file}: ${fileProblem(error)}` })
+    )
+  )
 
 /**
  * The built-in source that discovers tables behind `url`, by its scheme. A URL no source claims goes to the

@@ -1,4 +1,4 @@
-import * as fs from "node:fs/promises"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as path from "node:path"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -7,7 +7,8 @@ import * as Option from "effect/Option"
 import { loadAllPlugins } from "../../registry/all-plugins.js"
 import { readPluginSpecifiers } from "../../registry/load-config.js"
 import { configJsonSchema } from "../../config/json-schema.js"
-import { ConfigError, describeCause } from "../../core/errors.js"
+import { fileProblem } from "../../config/read-file.js"
+import { ConfigError } from "../../core/errors.js"
 import { configFailure, ExitCode } from "../exit.js"
 
 const configOption = Options.file("config", { exists: "yes" }).pipe(
@@ -23,11 +24,12 @@ const outputOption = Options.file("output", { exists: "either" }).pipe(
 )
 
 const writeFile = (file: string, text: string) =>
-  Effect.tryPromise({
-    try: () => fs.writeFile(file, text),
-    catch: (cause) =>
-      new ConfigError({ path: file, message: `cannot write the schema: ${describeCause(cause)}`, hint: "check the --output path" })
-  })
+  Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    Effect.mapError(
+      fs.writeFileString(file, text),
+      (error) => new ConfigError({ path: file, message: `cannot write the schema: ${fileProblem(error)}`, hint: "check the --output path" })
+    )
+  )
 
 /** `rivet schema [-c export.yaml] [-o rivet.schema.json]` — the JSON Schema of a config file, for editors. */
 export const schemaCommand = Command.make("schema", { config: configOption, output: outputOption }, ({ config, output }) =>

@@ -1,10 +1,9 @@
-import type * as FileSystem from "@effect/platform/FileSystem"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as fs from "node:fs"
 import { validateConfigFile } from "../../registry/load-config.js"
 import { ConfigError, type RivetError } from "../../core/errors.js"
 import { stateLayerAt, stateLocationFor, type StateLocation } from "../../state/layer.js"
@@ -22,6 +21,9 @@ interface StateScope {
   /** False when the SQLite file does not exist yet: reading commands then print "nothing yet" without creating it. */
   readonly exists: boolean
 }
+
+const fileExists = (file: string) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.exists(file)).pipe(Effect.orElseSucceed(() => false))
 
 const scopeOf = (
   config: string,
@@ -47,7 +49,7 @@ const scopeOf = (
     const location = yield* stateLocationFor({ configDir: loaded.right.configDir, env: process.env }).pipe(
       Effect.mapError((error) => [error])
     )
-    const exists = location._tag === "postgres" || (yield* Effect.sync(() => fs.existsSync(location.path)))
+    const exists = location._tag === "postgres" || (yield* fileExists(location.path))
     return { config, exportNames: Option.isSome(only) ? [only.value] : known, location, exists }
   })
 

@@ -1,7 +1,8 @@
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
-import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { ConfigError, describeCause } from "../../core/errors.js"
+import { fileProblem } from "../../config/read-file.js"
+import { ConfigError } from "../../core/errors.js"
 import { formatSource, formatTest } from "./format-template.js"
 import { gitignore, packageJson, readme, tsconfigJson, type PluginKind } from "./package-template.js"
 import { sinkSources, sinkTest } from "./sink-template.js"
@@ -37,17 +38,18 @@ const checkName = (name: string, kind: PluginKind) => {
 }
 
 /** Refuses a directory that exists and is not empty: the scaffold never overwrites anything. */
-const checkDirectory = (dir: string) =>
+const checkDirectory = (fs: FileSystem.FileSystem, dir: string) =>
   Effect.flatMap(
-    Effect.tryPromise({
-      try: () =>
-        fs.readdir(dir).catch((cause: unknown) => {
-          if ((cause as { code?: unknown }).code === "ENOENT") return []
-          throw cause
-        }),
-      catch: (cause) =>
-        new ConfigError({ path: "--dir", message: `cannot read ${dir}: ${describeCause(cause)}`, hint: "choose another directory with --dir" })
-    }),
+    fs.readDirectory(dir).pipe(
+      Effect.catchIf(
+        (error) => error._tag === "SystemError" && error.reason === "NotFound",
+        () => Effect.succeed([])
+      ),
+      Effect.mapError(
+        (error) =>
+          new ConfigError({ path: "--dir", message: `cannot read ${dir}: ${fileProblem(error)}`, hint: "choose another directory with --dir" })
+      )
+    ),
     (entries) =>
       entries.length === 0
         ? Effect.void
@@ -73,17 +75,18 @@ export const scaffoldFiles = (name: string, kind: PluginKind, type: string): Fil
 /** Writes the plugin package into `dir` (created when absent); returns the files written. */
 export const scaffoldPlugin = Effect.fn("PluginInit.scaffold")(function* (name: string, kind: PluginKind, dir: string) {
   const type = yield* checkName(name, kind)
-  yield* checkDirectory(dir)
+  const fs = yield* FileSystem.FileSystem
+  yield* checkDirectory(fs, dir)
   const files = scaffoldFiles(name, kind, type)
-  yield* Effect.tryPromise({
-    try: async () => {
-      for (const [file, text] of files) {
-        await fs.mkdir(path.dirname(path.join(dir, file)), { recursive: true })
-        await fs.writeFile(path.join(dir, file), text, { flag: "wx" })
-      }
-    },
-    catch: (cause) =>
-      new ConfigError({ path: "--dir", message: `cannot write the plugin package in ${dir}: ${describeCause(cause)}`, hint: "check that the directory is writable" })
-  })
+  yield* Effect.forEach(files, ([file, text]) =>
+    fs.makeDirectory(path.dirname(path.join(dir, file)), { recursive: true }).pipe(
+      Effect.zipRight(fs.writeFileString(path.join(dir, file), text, { flag: "wx" }))
+    )
+  ).pipe(
+    Effect.mapError(
+      (error) =>
+        new ConfigError({ path: "--dir", message: `cannot write the plugin package in ${dir}: ${fileProblem(error)}`, hint: "check that the directory is writable" })
+    )
+  )
   return { type, files: files.map(([file]) => file) }
 })
