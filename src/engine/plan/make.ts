@@ -1,4 +1,4 @@
-import * as fs from "node:fs"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -38,11 +38,15 @@ export type ExportPlanning =
  * The config's state, read-only in effect: a SQLite file that does not exist yet is not created (an empty store in
  * memory stands in: no cursor, no runs).
  */
-const readingState = (config: RivetConfig, env: Env): Layer.Layer<StateStore, StateError> =>
+const readingState = (config: RivetConfig, env: Env): Layer.Layer<StateStore, StateError, FileSystem.FileSystem> =>
   Layer.unwrapEffect(
-    Effect.map(stateLocationFor({ configDir: config.configDir, env }), (location) =>
-      location._tag === "sqlite" && !fs.existsSync(location.path) ? sqliteStateLayer(":memory:") : stateLayerAt(location)
-    )
+    Effect.gen(function* () {
+      const location = yield* stateLocationFor({ configDir: config.configDir, env })
+      if (location._tag !== "sqlite") return stateLayerAt(location)
+      const fs = yield* FileSystem.FileSystem
+      const exists = yield* Effect.orElseSucceed(fs.exists(location.path), () => false)
+      return exists ? stateLayerAt(location) : sqliteStateLayer(":memory:")
+    })
   )
 
 /** Plans one export: its mode resolved against the source and its plan made — the destination is never touched. */
