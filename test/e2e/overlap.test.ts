@@ -433,7 +433,9 @@ describe("overlapping runs of one export (S3)", () => {
     const destination = JSON.stringify({ type: "s3", bucket: "overlap", prefix: "inc/", region: server.region, endpoint: server.endpoint })
     const config = configWith("overlap_s3", "mode: incremental, cursor_column: id", destination)
     const env = serverEnv(server)
-    server.faults.add({ operation: "PutObject", keyPattern: /_SUCCESS$/, respond: { stallMs: 4_000 }, times: 1 })
+    // The stall must outlast the start of the overlapping run (a CLI process: several seconds on a loaded machine,
+    // where a 4 s stall ended first and the second run then rightly ran), and stay below the S3 client's timeout.
+    server.faults.add({ operation: "PutObject", keyPattern: /_SUCCESS$/, respond: { stallMs: 15_000 }, times: 1 })
     const b = start(["run", "-c", config], env)
     try {
       await waitFor(b, "its _SUCCESS PUT", () =>
