@@ -19,39 +19,16 @@ import { makeCodec } from "../src/plugins/formats/parquet/compressors.js"
 import { ParquetConfig, rowGroupLimits } from "../src/plugins/formats/parquet/config.js"
 import { limbCount, parseDecimal } from "../src/plugins/formats/parquet/decimal.js"
 import { makePartEncoder } from "../src/plugins/formats/parquet/encoder.js"
-import { type Batch, type BatchSchema, type ColumnData, type LogicalType, makeBatch, type Value } from "../src/core/batch.js"
+import { type Batch, type ColumnData, type LogicalType, makeBatch, type Value } from "../src/core/batch.js"
+import { COUNTRIES, STATUSES, wideSchema } from "./wide-shape.js"
 
 const [candidate = "hyparquet", rowsArg, compressionArg, batchArg] = process.argv.slice(2)
 const totalRows = Number(rowsArg ?? 500_000)
 const batchSize = Number(batchArg ?? 10_000)
 const compression = compressionArg ?? "zstd"
 
-const columns: ReadonlyArray<{ name: string; type: LogicalType }> = [
-  { name: "id", type: { kind: "int64" } },
-  { name: "customer_id", type: { kind: "int32" } },
-  { name: "quantity", type: { kind: "int16" } },
-  { name: "amount", type: { kind: "decimal", precision: 12, scale: 2 } },
-  { name: "unit_price", type: { kind: "decimal", precision: 18, scale: 6 } },
-  { name: "ratio", type: { kind: "float64" } },
-  { name: "score", type: { kind: "float32" } },
-  { name: "name", type: { kind: "string" } },
-  { name: "email", type: { kind: "string" } },
-  { name: "country", type: { kind: "string" } },
-  { name: "status", type: { kind: "string" } },
-  { name: "active", type: { kind: "bool" } },
-  { name: "created_at", type: { kind: "timestamptz" } },
-  { name: "updated_at", type: { kind: "timestamp" } },
-  { name: "birth_date", type: { kind: "date" } },
-  { name: "open_time", type: { kind: "time" } },
-  { name: "uid", type: { kind: "uuid" } },
-  { name: "payload", type: { kind: "json" } },
-  { name: "tags", type: { kind: "list", element: { kind: "string" } } },
-  { name: "note", type: { kind: "string" } }
-]
-const schema: BatchSchema = { columns }
-
-const COUNTRIES = ["DE", "FR", "US", "GB", "JP", "BR", "IN", "NL"]
-const STATUSES = ["new", "paid", "shipped", "delivered", "returned"]
+const schema = wideSchema
+const columns = schema.columns
 const hex = (n: number) => (n >>> 0).toString(16).padStart(8, "0")
 
 const valueOf = (column: number, i: number): Value => {

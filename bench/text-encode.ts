@@ -16,7 +16,8 @@ import * as Effect from "effect/Effect"
 import { createHash } from "node:crypto"
 import { csvPartOpener } from "../src/plugins/formats/csv/encoder.js"
 import { ndjsonPartOpener } from "../src/plugins/formats/ndjson/encoder.js"
-import { type Batch, type BatchSchema, type LogicalType, makeBatch, type Value } from "../src/core/batch.js"
+import { type Batch, type BatchSchema, makeBatch, type Value } from "../src/core/batch.js"
+import { COUNTRIES, STATUSES, wideSchema } from "./wide-shape.js"
 
 const [formatArg, rowsArg, floatsArg, eachArg] = process.argv.slice(2)
 const format = formatArg ?? "ndjson"
@@ -25,32 +26,8 @@ const randomFloats = floatsArg === "random"
 const BATCH = 10_000
 const DISTINCT = 200_000
 
-const columns: ReadonlyArray<{ name: string; type: LogicalType }> = [
-  { name: "id", type: { kind: "int64" } },
-  { name: "customer_id", type: { kind: "int32" } },
-  { name: "quantity", type: { kind: "int16" } },
-  { name: "amount", type: { kind: "decimal", precision: 12, scale: 2 } },
-  { name: "unit_price", type: { kind: "decimal", precision: 18, scale: 6 } },
-  { name: "ratio", type: { kind: "float64" } },
-  { name: "score", type: { kind: "float32" } },
-  { name: "name", type: { kind: "string" } },
-  { name: "email", type: { kind: "string" } },
-  { name: "country", type: { kind: "string" } },
-  { name: "status", type: { kind: "string" } },
-  { name: "active", type: { kind: "bool" } },
-  { name: "created_at", type: { kind: "timestamptz" } },
-  { name: "updated_at", type: { kind: "timestamp" } },
-  { name: "birth_date", type: { kind: "date" } },
-  { name: "open_time", type: { kind: "time" } },
-  { name: "uid", type: { kind: "uuid" } },
-  { name: "payload", type: { kind: "json" } },
-  { name: "tags", type: { kind: "list", element: { kind: "string" } } },
-  { name: "note", type: { kind: "string" } }
-]
-const schema: BatchSchema = { columns }
-
-const COUNTRIES = ["DE", "FR", "US", "GB", "JP", "BR", "IN", "NL"]
-const STATUSES = ["new", "paid", "shipped", "delivered", "returned"]
+const schema = wideSchema
+const columns = schema.columns
 const SECOND = 1_000_000n
 const CREATED = BigInt(Date.UTC(2020, 0, 1)) * 1000n
 const UPDATED = BigInt(Date.UTC(2021, 5, 1, 12)) * 1000n
