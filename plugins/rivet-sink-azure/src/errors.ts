@@ -1,5 +1,5 @@
 import { STATUS_CODES } from "node:http"
-import { SinkError, type SinkErrorReason } from "rivet-export/plugin"
+import { Sink, SinkError, type SinkErrorReason } from "rivet-export/plugin"
 import type { AuthSource } from "./auth.js"
 
 /** What a failed Azure call was doing, for the message and the hint. */
@@ -22,20 +22,6 @@ interface Classification {
   readonly hint?: string
 }
 
-const NETWORK_CODES = new Set([
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "ECONNREFUSED",
-  "ECONNABORTED",
-  "EPIPE",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENETDOWN",
-  "UND_ERR_SOCKET",
-  "REQUEST_SEND_ERROR"
-])
 const TRANSIENT = new Set(["InternalError", "OperationTimedOut", "ServiceUnavailable"])
 const PERMISSION = new Set([
   "AuthorizationPermissionMismatch",
@@ -87,7 +73,7 @@ const classify = (
   message: string,
   context: AzureErrorContext
 ): Classification => {
-  if (code !== undefined && NETWORK_CODES.has(code)) {
+  if (Sink.isNetworkErrorCode(code)) {
     return {
       reason: "Unavailable",
       retryable: true,

@@ -13,4 +13,5 @@ export {
   uploadConcurrencyField,
   type EnvVarNameOptions
 } from "./config.js"
+export { isNetworkErrorCode } from "./network.js"
 export { usageErrors, type Refused, type Wording } from "./refusal.js"

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from "node:http"
 import { describeCause, SinkError, type SinkErrorReason } from "../../../core/errors.js"
+import * as Sink from "../../../core/sink/index.js"
 import { displayEndpoint } from "./endpoint-guard.js"
 
 /** What a failed S3 call was doing, for the message and the hint. */
@@ -21,18 +22,6 @@ interface Classification {
   readonly hint?: string
 }
 
-const NETWORK_CODES = new Set([
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "ECONNREFUSED",
-  "ECONNABORTED",
-  "EPIPE",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENETDOWN"
-])
 const THROTTLING = new Set(["SlowDown", "TooManyRequests", "Throttling", "ThrottlingException", "RequestLimitExceeded"])
 // RequestTimeTooSkewed: the SDK corrects its clock offset from the failed response, so a retry succeeds.
 // BadDigest / IncompleteBody: the bytes were damaged or cut in transit.
@@ -140,7 +129,7 @@ const classify = (
   }
   if (THROTTLING.has(name) || status === 429) return { reason: "RateLimited", retryable: true }
   if (status === 503) return { reason: "RateLimited", retryable: true }
-  const network = (code !== undefined && NETWORK_CODES.has(code)) || /socket hang up/i.test(describeCause(cause))
+  const network = Sink.isNetworkErrorCode(code) || /socket hang up/i.test(describeCause(cause))
   if (network || TRANSIENT.has(name) || (status !== undefined && status >= 500)) {
     return {
       reason: "Unavailable",
