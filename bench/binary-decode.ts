@@ -1,6 +1,6 @@
 /**
  * Decode-only benchmark of the PostgreSQL binary COPY reader: the CopyData payloads of
- * `COPY (select * from TABLE limit ROWS) TO STDOUT (FORMAT binary)` are captured once in memory, as postgres.js
+ * `COPY (select * from TABLE order by 1 limit ROWS) TO STDOUT (FORMAT binary)` are captured once in memory, as postgres.js
  * hands them over (one row per payload), then decoded through the real BinaryCopyDecoder and field readers
  * (the plans come from the server's description and catalog, as an export makes them) `REPEAT` times.
  *
@@ -44,7 +44,8 @@ const pool = postgres(url, {
 })
 const context = { displayUrl: url, scrub: (text: string) => text, exportName: "bench" }
 const settings = { statementTimeoutMs: 0, lockTimeoutMs: 0, schema: "public" }
-const select = `select * from ${table} limit ${rows}`
+// Ordered: a plain LIMIT may start anywhere in the table (synchronized scans), and the hash must be comparable.
+const select = `select * from ${table} order by 1 limit ${rows}`
 
 const { plans, chunks: payloads } = await Effect.runPromise(
   Effect.scoped(
