@@ -120,7 +120,7 @@ export class BoolBuilder {
 
   push(value: boolean): void {
     const row = this.length++
-    this.bits = grow(this.bits, (row >>> 3) + 1)
+    if (row >>> 3 >= this.bits.byteLength) this.bits = grow(this.bits, (row >>> 3) + 1)
     if (value) this.bits[row >>> 3]! |= 1 << (row & 7)
     this.validity.setValid(row)
   }
@@ -167,7 +167,7 @@ export class FixedBuilder {
   /** Appends a valid row and returns the byte offset of its `width` bytes in `bytes`. */
   slot(): number {
     const offset = this.length * this.width
-    this.bytes = grow(this.bytes, offset + this.width)
+    if (offset + this.width > this.bytes.byteLength) this.bytes = grow(this.bytes, offset + this.width)
     this.validity.setValid(this.length)
     this.length++
     return offset
@@ -222,14 +222,14 @@ export class BinaryBuilder {
 
   /** Makes room for `bytes` more bytes; write them at `data[end…]`, then `commit(written)`. */
   reserve(bytes: number): void {
-    this.data = grow(this.data, this.end + bytes)
+    if (this.end + bytes > this.data.byteLength) this.data = grow(this.data, this.end + bytes)
   }
 
   /** Ends the current value after `written` bytes were placed at `data[end…]`. */
   commit(written: number): void {
     this.end += written
     const row = this.length++
-    this.offsets = growOffsets(this.offsets, row + 2)
+    if (row + 2 > this.offsets.length) this.offsets = growOffsets(this.offsets, row + 2)
     this.offsets[row + 1] = this.end
     this.validity.setValid(row)
   }
@@ -294,7 +294,7 @@ export class ListBuilder<Child extends { readonly length: number; finish(): Colu
 
   endList(): void {
     const row = this.length++
-    this.offsets = growOffsets(this.offsets, row + 2)
+    if (row + 2 > this.offsets.length) this.offsets = growOffsets(this.offsets, row + 2)
     this.offsets[row + 1] = this.child.length
     this.validity.setValid(row)
   }

@@ -78,7 +78,7 @@ describe("binary COPY decoder", () => {
 
   it("cuts batches at the row cap or the byte cap, whichever comes first", async () => {
     const chunks = await copyBytes("SELECT repeat('x', 1000), i::int8 FROM generate_series(1, 100) AS i")
-    const sizes = (batchRows: number, batchBytes?: number) => {
+    const sizes = (batchRows: number, batchBytes?: number, pieces: ReadonlyArray<Uint8Array> = chunks) => {
       const counts: Array<number> = []
       const decoder = new BinaryCopyDecoder({
         sinks: (capacity) => plans.map((plan) => fieldReader(plan).make(capacity)),
@@ -86,13 +86,23 @@ describe("binary COPY decoder", () => {
         ...(batchBytes === undefined ? {} : { batchBytes }),
         onBatch: (columns) => counts.push(columns[0]!.length)
       })
-      for (const chunk of chunks) decoder.push(chunk)
+      for (const chunk of pieces) decoder.push(chunk)
       counts.push(decoder.end()[0]!.length)
       return counts
     }
     expect(sizes(30)).toEqual([30, 30, 30, 10])
     // A row is 2 + (4 + 1000) + (4 + 8) = 1018 wire bytes: 10 rows reach 10 000 bytes.
-    expect(sizes(30, 10_000)).toEqual([10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 0])
+    const byBytes = [10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 0]
+    expect(sizes(30, 10_000)).toEqual(byBytes)
+    // Rows cut anywhere (inside a length, inside a value, several rows per piece) count the same bytes: a cap met
+    // exactly by a row's last byte (10 × 1018 = 10 180) cuts after that row, one byte more after the next.
+    const all = Buffer.concat(chunks)
+    for (const size of [1, 3, 7, 1000, 1018, 4096, all.length]) {
+      const pieces = Array.from({ length: Math.ceil(all.length / size) }, (_, i) => all.subarray(i * size, (i + 1) * size))
+      expect(sizes(30, 10_000, pieces), `pieces of ${size} bytes`).toEqual(byBytes)
+      expect(sizes(30, 10_180, pieces), `pieces of ${size} bytes, cap met exactly`).toEqual(byBytes)
+      expect(sizes(30, 10_181, pieces), `pieces of ${size} bytes, cap missed by one`).toEqual([11, 11, 11, 11, 11, 11, 11, 11, 11, 1])
+    }
   })
 
   it("a stream without the trailer never reads as complete", async () => {

@@ -24,6 +24,33 @@ const writeInt32LE = (target: Uint8Array, offset: number, value: number): void =
 export const swapped = (layout: "int16" | "int32" | "int64" | "float32" | "float64", what: string) => (capacity: number): FieldSink => {
   const builder = new NumberBuilder(layout, capacity)
   const width = builder.width
+  // One closure per width, the bytes moved unrolled: most of bench_2m's fixed-width columns come through here.
+  if (width === 8) {
+    return builderSink(builder, (b, at, size) => {
+      if (size !== 8) throw badSize(what, size)
+      const o = builder.slot()
+      const t = builder.bytes
+      t[o] = b[at + 7]!
+      t[o + 1] = b[at + 6]!
+      t[o + 2] = b[at + 5]!
+      t[o + 3] = b[at + 4]!
+      t[o + 4] = b[at + 3]!
+      t[o + 5] = b[at + 2]!
+      t[o + 6] = b[at + 1]!
+      t[o + 7] = b[at]!
+    })
+  }
+  if (width === 4) {
+    return builderSink(builder, (b, at, size) => {
+      if (size !== 4) throw badSize(what, size)
+      const o = builder.slot()
+      const t = builder.bytes
+      t[o] = b[at + 3]!
+      t[o + 1] = b[at + 2]!
+      t[o + 2] = b[at + 1]!
+      t[o + 3] = b[at]!
+    })
+  }
   return builderSink(builder, (b, at, size) => {
     if (size !== width) throw badSize(what, size)
     const offset = builder.slot()
