@@ -62,34 +62,31 @@ const dateOf = (days: number): string => {
   return lastDate
 }
 
+/**
+ * The day (since 1970-01-01, floored) of a count of microseconds: as a number when it is exact as one (within
+ * ±2^53 µs, 1685–2255), else as a bigint, divided exactly.
+ */
+export const dayOfMicros = (micros: number | bigint): number => {
+  if (typeof micros === "bigint") {
+    const days = micros / MICROS_PER_DAY_BIG
+    return Number(micros - days * MICROS_PER_DAY_BIG < 0n ? days - 1n : days)
+  }
+  const days = Math.floor(micros / MICROS_PER_DAY)
+  // The float division may round across a day boundary; the remainder tells.
+  const rest = micros - days * MICROS_PER_DAY
+  return rest < 0 ? days - 1 : rest >= MICROS_PER_DAY ? days + 1 : days
+}
+
+/** The microseconds of `micros` since the start of its day `days` (see {@link dayOfMicros}). */
+export const microsIntoDay = (micros: number | bigint, days: number): number =>
+  typeof micros === "bigint" ? Number(micros - BigInt(days) * MICROS_PER_DAY_BIG) : micros - days * MICROS_PER_DAY
+
 /** `YYYY-MM-DDTHH:MM:SS.ffffff` for microseconds since 1970-01-01T00:00:00. */
 export const renderTimestamp = (micros: bigint): string => {
   const n = Number(micros)
-  let days: number
-  let timeOfDay: number
-  if (Number.isSafeInteger(n)) {
-    days = Math.floor(n / MICROS_PER_DAY)
-    timeOfDay = n - days * MICROS_PER_DAY
-    // The float division may round across a day boundary; the remainder tells.
-    if (timeOfDay < 0) {
-      days -= 1
-      timeOfDay += MICROS_PER_DAY
-    } else if (timeOfDay >= MICROS_PER_DAY) {
-      days += 1
-      timeOfDay -= MICROS_PER_DAY
-    }
-  } else {
-    // Beyond ±2^53 µs (before 1685 or after 2255): exact bigint division, floored.
-    let bigDays = micros / MICROS_PER_DAY_BIG
-    let rest = micros - bigDays * MICROS_PER_DAY_BIG
-    if (rest < 0n) {
-      bigDays -= 1n
-      rest += MICROS_PER_DAY_BIG
-    }
-    days = Number(bigDays)
-    timeOfDay = Number(rest)
-  }
-  return `${dateOf(days)}T${renderClock(timeOfDay)}`
+  const exact = Number.isSafeInteger(n) ? n : micros
+  const days = dayOfMicros(exact)
+  return `${dateOf(days)}T${renderClock(microsIntoDay(exact, days))}`
 }
 
 /** Same as {@link renderTimestamp} with a `Z` suffix: the instant in UTC. */

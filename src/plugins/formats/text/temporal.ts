@@ -1,3 +1,4 @@
+import { dayOfMicros, microsIntoDay } from "../../../core/temporal-text.js"
 import { safeInt64, writeUint } from "./numbers.js"
 import type { ByteOut } from "./out.js"
 
@@ -8,8 +9,6 @@ import type { ByteOut } from "./out.js"
  */
 
 const MICROS_PER_SECOND = 1_000_000
-const MICROS_PER_DAY = 86_400_000_000
-const MICROS_PER_DAY_BIG = 86_400_000_000n
 const ZERO = 0x30
 const MINUS = 0x2d
 const PLUS = 0x2b
@@ -104,32 +103,10 @@ export class TimestampWriter {
 
   /** `YYYY-MM-DDTHH:MM:SS.ffffff` for row `row` of µs since 1970-01-01T00:00:00 (`halves`: see `int64Halves`). */
   write(out: ByteOut, values: BigInt64Array, halves: Int32Array, row: number): void {
-    const micros = safeInt64(halves, row)
-    let days: number
-    let timeOfDay: number
-    if (micros !== undefined) {
-      days = Math.floor(micros / MICROS_PER_DAY)
-      timeOfDay = micros - days * MICROS_PER_DAY
-      // The float division may round across a day boundary; the remainder tells.
-      if (timeOfDay < 0) {
-        days -= 1
-        timeOfDay += MICROS_PER_DAY
-      } else if (timeOfDay >= MICROS_PER_DAY) {
-        days += 1
-        timeOfDay -= MICROS_PER_DAY
-      }
-    } else {
-      // Beyond ±2^53 µs (before 1685 or after 2255): exact bigint division, floored.
-      const exact = values[row]!
-      let bigDays = exact / MICROS_PER_DAY_BIG
-      let rest = exact - bigDays * MICROS_PER_DAY_BIG
-      if (rest < 0n) {
-        bigDays -= 1n
-        rest += MICROS_PER_DAY_BIG
-      }
-      days = Number(bigDays)
-      timeOfDay = Number(rest)
-    }
+    // Only a value beyond ±2^53 µs (before 1685 or after 2255) is read as a bigint.
+    const micros = safeInt64(halves, row) ?? values[row]!
+    const days = dayOfMicros(micros)
+    const timeOfDay = microsIntoDay(micros, days)
     if (days !== this.lastDays) {
       const start = out.pos
       writeDate(out, days)
