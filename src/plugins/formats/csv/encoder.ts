@@ -4,7 +4,7 @@ import { type Batch, type BatchSchema, formatLogicalType } from "../../../core/b
 import { FormatError } from "../../../core/errors.js"
 import type { PartEncoder, RenderedPartEncoder } from "../../../core/plugin.js"
 import { csvField, type FieldFactory, type FieldWriter } from "../text/fields.js"
-import { batchMismatch } from "../text/layout.js"
+import { batchProblem } from "../text/layout.js"
 import { ByteOut } from "../text/out.js"
 
 const COMMA = 0x2c
@@ -69,12 +69,8 @@ export const makeCsvEncoder = (schema: BatchSchema, fields: ReadonlyArray<FieldF
   }
   return {
     write: Effect.fn("CsvFormat.write")(function* (batch: Batch) {
-      if (batch.columns.length !== fields.length)
-        return yield* failure(
-          `a batch has ${batch.columns.length} columns but the part was opened with ${fields.length}`
-        )
-      const mismatch = batchMismatch(schema, batch.columns, batch.rowCount)
-      if (mismatch !== undefined) return yield* failure(mismatch, "the source or transform built a batch that does not match its schema")
+      const problem = batchProblem(schema, batch)
+      if (problem !== undefined) return yield* failure(problem.message, problem.hint)
       writeHeader()
       encodeRows(batch, fields, out)
       return out.take()

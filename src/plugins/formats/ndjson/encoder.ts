@@ -3,7 +3,7 @@ import { type Batch, type BatchSchema, formatLogicalType } from "../../../core/b
 import { FormatError } from "../../../core/errors.js"
 import type { PartEncoder } from "../../../core/plugin.js"
 import { type FieldFactory, type FieldWriter, jsonField } from "../text/fields.js"
-import { batchMismatch } from "../text/layout.js"
+import { batchProblem } from "../text/layout.js"
 import { ByteOut, type Viewed, viewed } from "../text/out.js"
 
 const failure = (message: string, hint?: string) =>
@@ -80,12 +80,8 @@ export const makeNdjsonEncoder = (schema: BatchSchema, fields: ReadonlyArray<Fie
   const out = new ByteOut()
   return {
     write: Effect.fn("NdjsonFormat.write")(function* (batch: Batch) {
-      if (batch.columns.length !== fields.length)
-        return yield* failure(
-          `a batch has ${batch.columns.length} columns but the part was opened with ${fields.length}`
-        )
-      const mismatch = batchMismatch(schema, batch.columns, batch.rowCount)
-      if (mismatch !== undefined) return yield* failure(mismatch, "the source or transform built a batch that does not match its schema")
+      const problem = batchProblem(schema, batch)
+      if (problem !== undefined) return yield* failure(problem.message, problem.hint)
       encodeRows(batch, prefixes, nulls, fields, rowEnd, out)
       return out.take()
     }),

@@ -1,4 +1,4 @@
-import { type BatchSchema, formatLogicalType, type LogicalType } from "../../../core/batch.js"
+import { type Batch, type BatchSchema, formatLogicalType, type LogicalType } from "../../../core/batch.js"
 import type { ColumnData, Layout } from "../../../core/columns/data.js"
 
 /** Whether a batch's column data fits its schema, checked once per batch before the text encoders read it. */
@@ -52,3 +52,10 @@ export const batchMismatch = (
   return undefined
 }
 
+/** Why `batch` cannot be written to a part opened for `schema` (its column count, then its columns' data), or `undefined`. */
+export const batchProblem = (schema: BatchSchema, batch: Batch): { readonly message: string; readonly hint?: string } | undefined => {
+  if (batch.columns.length !== schema.columns.length)
+    return { message: `a batch has ${batch.columns.length} columns but the part was opened with ${schema.columns.length}` }
+  const mismatch = batchMismatch(schema, batch.columns, batch.rowCount)
+  return mismatch === undefined ? undefined : { message: mismatch, hint: "the source or transform built a batch that does not match its schema" }
+}
