@@ -243,6 +243,34 @@ exports:
     expect(fs.existsSync(path.join(out, "_SUCCESS"))).toBe(false)
   }, 300_000)
 
+  // The worker reads the config file again when it starts; edited since, it refuses with a ConfigError, which crosses
+  // the thread boundary as that tagged error (its message, its config path). Planning sleeps 3 s on row 1 and so does
+  // chunk 0: the file is edited long before the worker, which loads after planning, reads it.
+  it("a worker that cannot start reports its own tagged error in a notice; this thread runs every chunk", async () => {
+    const yaml = (destination: string) => `source: { type: postgres, url: "${testPgUrl()}" }
+exports:
+  - { name: edited, query: "SELECT i AS id FROM generate_series(1, 40) AS i WHERE i <> 1 OR (pg_sleep(3) IS NULL) IS NOT NULL", mode: chunked, chunk_column: id, chunk_size: 10, parallel: 2, format: csv, destination: { type: local, path: ${destination} } }
+`
+    const config = configFile(yaml("out"))
+    const child = spawn(process.execPath, [BIN, "run", "-c", config], { stdio: ["ignore", "ignore", "pipe"] })
+    let stderr = ""
+    let edited = false
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8")
+      if (!edited && stderr.includes("export 'edited' started")) {
+        edited = true
+        fs.writeFileSync(config, yaml("elsewhere"))
+      }
+    })
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve))
+    expect(code, stderr).toBe(0)
+    expect(stderr).toMatch(
+      /a chunk worker thread could not start, so its chunks run in this thread: .*the config file changed while export 'edited' ran: the destination is now /
+    )
+    expect(stderr).toMatch(/chunks ran in this thread \(\d+\)/)
+    expect(expectExactDestination(path.join(path.dirname(config), "out")).row_count).toBe(40)
+  }, 120_000)
+
   it("the embedded demo source: the worker shares the server this process started, which stops with the run", async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-lanes-embedded-"))
     dirs.push(root)

@@ -18,7 +18,7 @@ import {
 import { guardedPluginError } from "../plugin-guard.js"
 
 /** Every tagged error, as a schema: a worker sends the encoded form and the main thread rebuilds the class. */
-const AnyRivetError = Schema.Union(
+export const AnyRivetError = Schema.Union(
   ConfigError,
   SourceError,
   FormatError,
@@ -41,31 +41,25 @@ const laneFailure = (exportName: string, message: string, defect?: unknown): Plu
   })
 
 /**
- * A worker's failure as plain data: its tagged error, or — for a defect (something threw) — a PluginError with the
- * thrown message, like the main thread reports defects.
+ * A worker's failure as a tagged error that can cross the thread boundary: its own, or — for a defect (something
+ * threw) — a PluginError with the thrown message, like the main thread reports defects.
  */
-export const encodeFailure = (exportName: string, cause: Cause.Cause<RivetError>): EncodedError => {
+export const laneError = (exportName: string, cause: Cause.Cause<RivetError>): RivetError => {
   const error = Option.getOrElse(Cause.failureOption(cause), () => {
     const guarded = guardedPluginError(cause)
     if (guarded !== undefined) return guarded
     const defect = Cause.squash(cause)
     return laneFailure(exportName, `a worker thread failed unexpectedly: ${describeCause(defect)}`, defect)
   })
-  return Either.getOrElse(Schema.encodeEither(AnyRivetError)(error), () =>
-    Schema.encodeSync(AnyRivetError)(laneFailure(exportName, error.message))
-  )
+  return Either.isRight(Schema.encodeEither(AnyRivetError)(error)) ? error : laneFailure(exportName, error.message)
 }
 
-/** The tagged error a worker sent, as an instance of its class again. */
+/** The tagged error a worker sent as plain data, as an instance of its class again. */
 export const decodeError = (exportName: string, encoded: unknown): RivetError =>
   Either.getOrElse(Schema.decodeUnknownEither(AnyRivetError)(encoded), () =>
     laneFailure(exportName, `a worker thread reported an unreadable error: ${describeCause(encoded)}`)
   )
 
-/** A worker thread that stopped on its own (crashed, out of memory). */
+/** A worker thread that stopped on its own (crashed, out of memory) or could not be reached. */
 export const workerLost = (exportName: string, reason: string): PluginError =>
   laneFailure(exportName, `a chunk worker thread stopped: ${reason}`)
-
-/** A tagged error as plain data (for the main thread's answer to a worker). */
-export const encodeError = (exportName: string, error: RivetError): EncodedError =>
-  encodeFailure(exportName, Cause.fail(error))

@@ -1,32 +1,35 @@
-import { Worker } from "node:worker_threads"
+import { Worker as Thread } from "node:worker_threads"
+import * as Worker from "@effect/platform/Worker"
+import type { WorkerError } from "@effect/platform/WorkerError"
+import * as NodeWorker from "@effect/platform-node/NodeWorker"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import type * as ParseResult from "effect/ParseResult"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { describeCause, type RivetError } from "../../core/errors.js"
 import type { ExportContext } from "../modes/context.js"
 import type { UnitOutcome } from "../modes/run-unit.js"
 import type { ExportProgress } from "../../core/progress.js"
-import { decodeError, encodeError, workerLost } from "./errors.js"
-import type { FromWorker, LaneInit, ProgressDelta, ToWorker } from "./protocol.js"
+import { decodeError, workerLost } from "./errors.js"
+import { type ChunkEvent, type LaneInit, type LaneRequest, OpenLane, type ProgressDelta, RunChunk, SchemaChecked } from "./protocol.js"
 import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../modes/chunk-work.js"
 
-/** How long a worker may take to close its chunk's scope (abort uploads, remove temp files) before it is terminated. */
-const STOP_GRACE = "10 seconds"
-
-type Inbound = FromWorker | { readonly _tag: "Exited"; readonly reason: string }
-
-/** One worker thread and the messages it sent that someone still has to read. */
+/** One worker thread (an @effect/platform Worker) that has built the export's drivers. */
 interface Lane {
-  readonly worker: Worker
-  readonly inbox: Queue.Queue<Inbound>
-  alive: boolean
-  /** Its drivers are built; before that it holds nothing to release and is simply terminated. */
-  ready: boolean
+  readonly worker: Worker.SerializedWorker<LaneRequest>
+  /** Closing it closes the thread: it releases its source, format and sink, then ends (terminated after 5 s). */
+  readonly scope: Scope.CloseableScope
+  /** The thread's exit code, once it has ended. */
+  readonly exited: Deferred.Deferred<number>
 }
 
 export interface LaneSettings {
@@ -59,133 +62,123 @@ const addProgress = (progress: ExportProgress, delta: ProgressDelta) => {
   progress.retries += delta.retries
 }
 
-const post = (lane: Lane, message: ToWorker) => lane.worker.postMessage(message)
-
-/** Reads the lane's messages until one with this tag (or the thread's end); what comes before is stale. */
-const awaitTag = (lane: Lane, tag: "Aborted" | "Exited") =>
-  Effect.gen(function* () {
-    for (;;) {
-      const message = yield* Queue.take(lane.inbox)
-      if (message._tag === tag || message._tag === "Exited") return
-    }
-  })
-
 /**
- * Waits, for at most STOP_GRACE, until the lane's thread has done what it was asked; the wait itself stays
- * interruptible even where it runs in a finalizer.
+ * What a Worker failure means for the export. The platform reports a lane that could not start as a "spawn" error
+ * whose cause is the encoded tagged error of the worker's `OpenLane`.
  */
-const awaitStopped = (lane: Lane, tag: "Aborted" | "Exited") =>
-  awaitTag(lane, tag).pipe(Effect.interruptible, Effect.timeout(STOP_GRACE), Effect.option)
-
-const terminate = (lane: Lane) =>
-  Effect.promise(() => lane.worker.terminate().catch(() => undefined)).pipe(
-    Effect.tap(() => Effect.sync(() => (lane.alive = false)))
-  )
-
-/** Closes a lane's thread: it releases its source, format and sink, then ends; terminated if it does not. */
-const closeLane = (lane: Lane) =>
-  Effect.gen(function* () {
-    if (lane.alive && lane.ready) {
-      post(lane, { _tag: "Close" })
-      yield* awaitStopped(lane, "Exited")
+const fromWorkerError = (exportName: string, error: WorkerError): RivetError => {
+  if (error.reason === "spawn" && typeof error.cause === "object" && error.cause !== null) {
+    if ("_tag" in error.cause && error.cause._tag === "WorkerError") {
+      return fromWorkerError(exportName, error.cause as WorkerError)
     }
-    yield* terminate(lane)
-  })
-
-/** Interrupts the chunk a lane runs and waits until its scope closed (uploads aborted, temp files removed). */
-const abortLane = (ctx: ExportContext, lane: Lane) =>
-  Effect.gen(function* () {
-    if (!lane.alive) return
-    post(lane, { _tag: "Abort" })
-    if (Option.isSome(yield* awaitStopped(lane, "Aborted"))) return
-    yield* terminate(lane)
-    yield* ctx.reporter.notice(
-      ctx.spec.name,
-      `a chunk worker thread did not stop within ${STOP_GRACE} and was terminated; the next run removes any temp file it left`
-    )
-  })
-
-/** Starts one worker thread and waits until it has built its drivers; the scope's close ends it. */
-const startLane = (ctx: ExportContext, url: URL, init: LaneInit): Effect.Effect<Lane, RivetError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.gen(function* () {
-      const inbox = yield* Queue.unbounded<Inbound>()
-      const worker = yield* Effect.try({
-        try: () => new Worker(url, { workerData: init }),
-        catch: (cause) => workerLost(ctx.spec.name, `it could not be started: ${describeCause(cause)}`)
-      })
-      const lane: Lane = { worker, inbox, alive: true, ready: false }
-      worker.on("message", (message: FromWorker) => {
-        if (message._tag === "Progress") addProgress(ctx.progress, message)
-        else Queue.unsafeOffer(inbox, message)
-      })
-      worker.on("error", (error) => Queue.unsafeOffer(inbox, { _tag: "Exited", reason: describeCause(error) }))
-      worker.on("exit", (code) => {
-        lane.alive = false
-        Queue.unsafeOffer(inbox, { _tag: "Exited", reason: `it exited with code ${code}` })
-      })
-      return lane
-    }),
-    closeLane
-  ).pipe(
-    Effect.tap((lane) =>
-      Effect.gen(function* () {
-        for (;;) {
-          const message = yield* Queue.take(lane.inbox)
-          switch (message._tag) {
-            case "Ready":
-              lane.ready = true
-              return
-            case "StartFailed":
-              return yield* Effect.fail(decodeError(ctx.spec.name, message.error))
-            case "Exited":
-              return yield* Effect.fail(workerLost(ctx.spec.name, message.reason))
-            default:
-              yield* relayReport(ctx, message)
-          }
-        }
-      })
-    )
-  )
-
-/** Passes what a worker told its reporter on to the export's reporter. */
-const relayReport = (ctx: ExportContext, message: Inbound): Effect.Effect<void> => {
-  switch (message._tag) {
-    case "Notice":
-      return ctx.reporter.notice(ctx.spec.name, message.message)
-    case "PartCommitted":
-      return ctx.reporter.partCommitted?.(ctx.spec.name, message.part) ?? Effect.void
-    default:
-      return Effect.void
+    return decodeError(exportName, error.cause)
   }
+  return workerLost(exportName, describeCause(error.cause))
 }
 
-/** Runs one chunk on a lane, answering its schema checks; an interruption aborts the chunk in the thread. */
-const runOn = (ctx: ExportContext, lane: Lane, work: ChunkWork): Effect.Effect<UnitOutcome, RivetError> =>
-  Effect.gen(function* () {
-    post(lane, { _tag: "Run", work })
-    for (;;) {
-      const message = yield* Queue.take(lane.inbox)
-      switch (message._tag) {
-        case "CheckSchema": {
-          const checked = yield* Effect.either(ctx.checkSchema(message.schema))
-          post(lane, {
-            _tag: "SchemaChecked",
-            error: Either.isLeft(checked) ? encodeError(ctx.spec.name, checked.left) : undefined
-          })
-          break
-        }
-        case "Done":
-          return message.outcome
-        case "Failed":
-          return yield* Effect.fail(decodeError(ctx.spec.name, message.error))
-        case "Exited":
-          return yield* Effect.fail(workerLost(ctx.spec.name, message.reason))
-        default:
-          yield* relayReport(ctx, message)
-      }
+/**
+ * A lane's stream or answer failed: a tagged error from the chunk stays as it is; a lost thread (its scope is closed:
+ * the lane is not used again) or an unreadable message becomes the export's PluginError.
+ */
+const laneFailed =
+  (ctx: ExportContext, lane: Lane) =>
+  (error: RivetError | WorkerError | ParseResult.ParseError): Effect.Effect<never, RivetError> => {
+    switch (error._tag) {
+      case "WorkerError":
+        return Effect.zipRight(Scope.close(lane.scope, Exit.void), Effect.fail(fromWorkerError(ctx.spec.name, error)))
+      case "ParseError":
+        return Effect.fail(workerLost(ctx.spec.name, `it sent a message that could not be read: ${error.message}`))
+      default:
+        return Effect.fail(error)
     }
-  }).pipe(Effect.onInterrupt(() => abortLane(ctx, lane)))
+  }
+
+/**
+ * Interrupts the chunk a lane runs and closes the lane: its thread aborts uploads and removes temp files, then ends.
+ * The platform gives it 5 seconds before it terminates the thread; the scope may already be closing (the export
+ * ends), so the wait is for the thread's exit itself.
+ */
+const stopLane = (ctx: ExportContext, lane: Lane) =>
+  Effect.gen(function* () {
+    yield* Scope.close(lane.scope, Exit.void)
+    const code = yield* Deferred.await(lane.exited).pipe(Effect.timeout("6 seconds"), Effect.option)
+    if (Option.isSome(code) && code.value === 0) return
+    yield* ctx.reporter.notice(
+      ctx.spec.name,
+      "a chunk worker thread did not stop within 5 seconds and was terminated; the next run removes any temp file it left"
+    )
+  })
+
+/** Starts one worker thread in `scope` and waits until it has built its drivers. */
+const startLane = (
+  ctx: ExportContext,
+  url: URL,
+  init: LaneInit,
+  scope: Scope.CloseableScope
+): Effect.Effect<Lane, RivetError> =>
+  Effect.gen(function* () {
+    const exited = yield* Deferred.make<number>()
+    let thread: Thread | undefined
+    const spawn = () => {
+      thread = new Thread(url)
+      thread.once("exit", (code) => Deferred.unsafeDone(exited, Exit.succeed(code)))
+      return thread
+    }
+    const worker = yield* Worker.makeSerialized<LaneRequest>({ initialMessage: () => new OpenLane({ init }) }).pipe(
+      Effect.provide(NodeWorker.layer(spawn)),
+      // A lost thread is reported as the chunk's failure (laneFailed), not logged by the platform.
+      Logger.withMinimumLogLevel(LogLevel.None),
+      Scope.extend(scope),
+      // Still building its drivers, the thread holds nothing to release: it is simply terminated.
+      Effect.onInterrupt(() => Effect.promise(async () => void (await thread?.terminate())).pipe(Effect.ignore)),
+      Effect.mapError((error) => fromWorkerError(ctx.spec.name, error))
+    )
+    return { worker, scope, exited }
+  })
+
+/** Runs one chunk on a lane, answering its schema checks; an interruption aborts the chunk in the thread. */
+const runOn = (ctx: ExportContext, lane: Lane, work: ChunkWork): Effect.Effect<UnitOutcome, RivetError> => {
+  const onEvent = (event: ChunkEvent): Effect.Effect<Option.Option<UnitOutcome>, RivetError | WorkerError | ParseResult.ParseError> => {
+    switch (event._tag) {
+      case "Progress":
+        return Effect.as(Effect.sync(() => addProgress(ctx.progress, event)), Option.none())
+      case "CheckSchema":
+        return Effect.either(ctx.checkSchema(event.schema)).pipe(
+          Effect.flatMap((checked) =>
+            lane.worker.executeEffect(new SchemaChecked({ error: Either.isLeft(checked) ? checked.left : undefined }))
+          ),
+          Effect.as(Option.none())
+        )
+      case "Notice":
+        return Effect.as(ctx.reporter.notice(ctx.spec.name, event.message), Option.none())
+      case "PartCommitted":
+        return Effect.as(ctx.reporter.partCommitted?.(ctx.spec.name, event.part) ?? Effect.void, Option.none())
+      case "Done":
+        return Effect.succeed(Option.some(event.outcome))
+    }
+  }
+  // A thread lost while idle would come back as a new one without drivers (the platform respawns it): not used.
+  const notLost = Effect.flatMap(Deferred.poll(lane.exited), (exited) =>
+    Option.isSome(exited)
+      ? Effect.flatMap(exited.value, (code) => Effect.fail(workerLost(ctx.spec.name, `it exited with code ${code}`)))
+      : Effect.void
+  )
+  const run = lane.worker.execute(new RunChunk({ work })).pipe(
+    Stream.mapEffect(onEvent),
+    Stream.filterMap((outcome) => outcome),
+    Stream.runHead,
+    Effect.flatMap(
+      Option.match({
+        onNone: () => Effect.fail(workerLost(ctx.spec.name, "it ended a chunk without its outcome")),
+        onSome: Effect.succeed
+      })
+    )
+  )
+  return Effect.zipRight(notLost, run).pipe(
+    Effect.catchAll(laneFailed(ctx, lane)),
+    Effect.onInterrupt(() => stopLane(ctx, lane))
+  )
+}
 
 /**
  * Runs chunks `count` at a time: one in this thread, the others in `count - 1` worker threads, each with its own
@@ -215,8 +208,7 @@ export const startLanes = (
       // way round, which the starter would report as a thread that could not start.
       const laneScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       yield* Effect.forkScoped(
-        startLane(ctx, url, init).pipe(
-          Scope.extend(laneScope),
+        startLane(ctx, url, init, laneScope).pipe(
           Effect.flatMap((lane) => Effect.zipRight(Effect.sync(() => joined++), Queue.offer(idle, lane))),
           Effect.catchAll((error) =>
             ctx.reporter.notice(
@@ -246,6 +238,10 @@ export const startLanes = (
           lane === "here"
             ? Effect.tap(here(work), () => Effect.sync(() => ran.here++))
             : Effect.tap(runOn(ctx, lane, work), () => Effect.sync(() => ran.workers++)),
-        (lane) => (lane === "here" || lane.alive ? Queue.offer(idle, lane) : Effect.void)
+        // A lane whose thread was lost or stopped is not used again.
+        (lane) =>
+          lane === "here"
+            ? Queue.offer(idle, lane)
+            : Effect.flatMap(Deferred.isDone(lane.exited), (ended) => (ended ? Effect.void : Queue.offer(idle, lane)))
       )
   })

@@ -1,56 +1,152 @@
-import type { BatchSchema } from "../../core/batch.js"
-import type { PartRecord } from "../../core/manifest.js"
-import type { UnitOutcome } from "../modes/run-unit.js"
-import type { EncodedError } from "./errors.js"
+import { WorkerError } from "@effect/platform/WorkerError"
+import * as Schema from "effect/Schema"
+import type { BatchSchema, LogicalType } from "../../core/batch.js"
+import { PartRecord } from "../../core/manifest.js"
+import type { ColumnRef, RowFilter, SourceQuery } from "../../core/plugin.js"
 import type { ChunkWork } from "../modes/chunk-work.js"
+import type { UnitOutcome } from "../modes/run-unit.js"
+import { AnyRivetError } from "./errors.js"
 
-/** What a chunk worker thread starts with (its `workerData`). Plain data only: it is cloned into the thread. */
-export interface LaneInit {
+// The requests the main thread sends a lane's worker thread, as Schemas: @effect/platform's Worker encodes each
+// request, its stream of results and its tagged error on one side and decodes them on the other.
+
+const LogicalTypeWire: Schema.Schema<LogicalType> = Schema.Union(
+  Schema.Struct({
+    kind: Schema.Literal(
+      "int16",
+      "int32",
+      "int64",
+      "float32",
+      "float64",
+      "string",
+      "bool",
+      "date",
+      "time",
+      "timestamp",
+      "timestamptz",
+      "uuid",
+      "json",
+      "bytes",
+      "interval"
+    )
+  }),
+  Schema.Struct({ kind: Schema.Literal("decimal"), precision: Schema.Number, scale: Schema.Number }),
+  Schema.Struct({ kind: Schema.Literal("list"), element: Schema.suspend(() => LogicalTypeWire) })
+)
+
+const BatchSchemaWire: Schema.Schema<BatchSchema> = Schema.Struct({
+  columns: Schema.Array(
+    Schema.Struct({ name: Schema.String, type: LogicalTypeWire, sourceType: Schema.optionalWith(Schema.String, { exact: true }) })
+  )
+})
+
+const ColumnRefWire: Schema.Schema<ColumnRef> = Schema.Union(
+  Schema.String,
+  Schema.TaggedStruct("Coalesce", { columns: Schema.Array(Schema.String) })
+)
+
+const RowFilterWire: Schema.Schema<RowFilter> = Schema.Union(
+  Schema.TaggedStruct("Between", { column: Schema.String, low: Schema.String, high: Schema.String }),
+  Schema.TaggedStruct("IsNull", { column: Schema.String }),
+  Schema.TaggedStruct("After", { columns: Schema.Array(ColumnRefWire), values: Schema.Array(Schema.String) }),
+  Schema.TaggedStruct("AtLeast", { column: Schema.String, value: Schema.String }),
+  Schema.TaggedStruct("AtMost", { column: ColumnRefWire, value: Schema.String })
+)
+
+const SourceQueryWire: Schema.Schema<SourceQuery> = Schema.Struct({
+  exportName: Schema.String,
+  sql: Schema.String,
+  where: Schema.optional(Schema.Array(RowFilterWire)),
+  orderBy: Schema.optional(Schema.Array(ColumnRefWire)),
+  limit: Schema.optional(Schema.Number),
+  table: Schema.optional(Schema.Struct({ schema: Schema.optional(Schema.String), name: Schema.String })),
+  batchSize: Schema.Number,
+  // A Map crosses the thread boundary as it is (structured clone).
+  columnTypes: Schema.ReadonlyMapFromSelf({ key: Schema.String, value: LogicalTypeWire })
+})
+
+const ChunkWorkWire: Schema.Schema<ChunkWork> = Schema.Struct({
+  query: SourceQueryWire,
+  naming: Schema.Struct({
+    exportName: Schema.String,
+    runStartedAt: Schema.String,
+    chunk: Schema.Number,
+    nonce: Schema.String,
+    extension: Schema.String,
+    sizeSplit: Schema.Boolean
+  }),
+  runId: Schema.String
+})
+
+const UnitOutcomeWire: Schema.Schema<UnitOutcome> = Schema.Struct({
+  parts: Schema.Array(PartRecord),
+  rows: Schema.Number,
+  sourceRows: Schema.Number,
+  schema: BatchSchemaWire,
+  last: Schema.Array(Schema.UndefinedOr(Schema.String))
+})
+
+/** What a worker thread starts a lane with. */
+export const LaneInit = Schema.Struct({
   /** The config file the main thread loaded; the worker reads it again with the same environment. */
-  readonly configFile: string
-  readonly env: Readonly<Record<string, string | undefined>>
-  readonly exportName: string
-  readonly retry: { readonly maxRetries: number; readonly initialDelayMs: number; readonly maxDelayMs: number }
+  configFile: Schema.String,
+  env: Schema.Record({ key: Schema.String, value: Schema.UndefinedOr(Schema.String) }),
+  exportName: Schema.String,
+  retry: Schema.Struct({ maxRetries: Schema.Number, initialDelayMs: Schema.Number, maxDelayMs: Schema.Number }),
   /**
    * What the main thread built from that file. A worker that builds anything else (the file was edited since)
    * refuses to start rather than write somewhere or something else.
    */
-  readonly expect: {
-    readonly sinkUri: string
-    readonly extension: string
-    readonly compression: string
-    readonly maxFileSize: number | undefined
-  }
-}
+  expect: Schema.Struct({
+    sinkUri: Schema.String,
+    extension: Schema.String,
+    compression: Schema.String,
+    maxFileSize: Schema.UndefinedOr(Schema.Number)
+  })
+})
+export type LaneInit = typeof LaneInit.Type
 
 /** Counters a worker adds to the export's progress since its previous report. */
-export interface ProgressDelta {
-  readonly rows: number
-  readonly bytes: number
-  readonly parts: number
-  readonly retries: number
-}
+export const ProgressDelta = Schema.TaggedStruct("Progress", {
+  rows: Schema.Number,
+  bytes: Schema.Number,
+  parts: Schema.Number,
+  retries: Schema.Number
+})
+export type ProgressDelta = typeof ProgressDelta.Type
 
-/** Main thread → worker. */
-export type ToWorker =
-  | { readonly _tag: "Run"; readonly work: ChunkWork }
-  /** The answer to `CheckSchema`: no error means the schema may be written. */
-  | { readonly _tag: "SchemaChecked"; readonly error?: EncodedError | undefined }
-  /** Interrupt the running chunk (its uploads aborted, temp files removed), then answer `Aborted`. */
-  | { readonly _tag: "Abort" }
-  /** Release everything and end the thread. */
-  | { readonly _tag: "Close" }
-
-/** Worker → main thread. */
-export type FromWorker =
-  | { readonly _tag: "Ready"; readonly threadId: number }
-  | { readonly _tag: "StartFailed"; readonly error: EncodedError }
-  | ({ readonly _tag: "Progress" } & ProgressDelta)
+/** What a running chunk tells the main thread, in order; `Done` is the last. */
+export const ChunkEvent = Schema.Union(
+  ProgressDelta,
   /** The chunk's output schema, to check against the export's baseline (schema drift) before anything is written. */
-  | { readonly _tag: "CheckSchema"; readonly schema: BatchSchema }
+  Schema.TaggedStruct("CheckSchema", { schema: BatchSchemaWire }),
   /** What the worker's `runUnit` told its progress reporter, for the main thread's. */
-  | { readonly _tag: "PartCommitted"; readonly part: PartRecord }
-  | { readonly _tag: "Notice"; readonly message: string }
-  | { readonly _tag: "Done"; readonly outcome: UnitOutcome }
-  | { readonly _tag: "Failed"; readonly error: EncodedError }
-  | { readonly _tag: "Aborted" }
+  Schema.TaggedStruct("PartCommitted", { part: PartRecord }),
+  Schema.TaggedStruct("Notice", { message: Schema.String }),
+  Schema.TaggedStruct("Done", { outcome: UnitOutcomeWire })
+)
+export type ChunkEvent = typeof ChunkEvent.Type
+
+/** Sent once when the thread starts: it loads the config and builds the export's drivers. */
+export class OpenLane extends Schema.TaggedRequest<OpenLane>()("InitialMessage", {
+  failure: AnyRivetError,
+  success: Schema.Void,
+  payload: { init: LaneInit }
+}) {}
+
+/** Runs one chunk; interrupting the request interrupts the chunk (uploads aborted, temp files removed). */
+export class RunChunk extends Schema.TaggedRequest<RunChunk>()("RunChunk", {
+  failure: Schema.Union(AnyRivetError, WorkerError),
+  success: ChunkEvent,
+  payload: { work: ChunkWorkWire }
+}) {}
+
+/** The main thread's answer to the running chunk's `CheckSchema`: no error means the schema may be written. */
+export class SchemaChecked extends Schema.TaggedRequest<SchemaChecked>()("SchemaChecked", {
+  failure: Schema.Never,
+  success: Schema.Void,
+  payload: { error: Schema.optional(AnyRivetError) }
+}) {}
+
+export const LaneRequest = Schema.Union(OpenLane, RunChunk, SchemaChecked)
+export type LaneRequest = typeof LaneRequest.Type
