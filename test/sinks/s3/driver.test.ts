@@ -1,30 +1,26 @@
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { startS3Server, type S3TestServer } from "../../support/s3/server.js"
+import { S3Server } from "../../support/s3/layer.js"
+import { startS3Server } from "../../support/s3/server.js"
 import { MiB, randomBlock, readAll, sha256, testDriver, concat } from "./harness.js"
 
 const BUCKET = "rivet-s3-driver"
 const PREFIX = "exports/daily/"
-let server: S3TestServer
 
-beforeAll(async () => {
-  server = await startS3Server()
-  await server.createBucket(BUCKET)
-})
-afterAll(async () => {
-  await server.stop()
-})
-
-const driver = () => testDriver(server, BUCKET, { extra: { prefix: "exports/daily", part_size: "5MiB" } })
-const stored = (key: string) => Effect.promise(() => server.getObject(BUCKET, `${PREFIX}${key}`))
+const driver = () =>
+  Effect.flatMap(S3Server, (server) => testDriver(server, BUCKET, { extra: { prefix: "exports/daily", part_size: "5MiB" } }))
+const stored = (key: string) =>
+  Effect.flatMap(S3Server, (server) => Effect.promise(() => server.getObject(BUCKET, `${PREFIX}${key}`)))
 const storedKeys = (key: string) =>
-  Effect.promise(() => server.listObjects(BUCKET, `${PREFIX}${key}`)).pipe(Effect.map((objects) => objects.map((o) => o.key)))
+  Effect.flatMap(S3Server, (server) => Effect.promise(() => server.listObjects(BUCKET, `${PREFIX}${key}`))).pipe(
+    Effect.map((objects) => objects.map((o) => o.key))
+  )
 const inProgress = (key: string) =>
-  Effect.promise(() => server.listMultipartUploads(BUCKET)).pipe(
+  Effect.flatMap(S3Server, (server) => Effect.promise(() => server.listMultipartUploads(BUCKET))).pipe(
     Effect.map((uploads) => uploads.filter((upload) => upload.key === `${PREFIX}${key}`))
   )
 
-describe("S3 driver against an S3-protocol server", () => {
+layer(S3Server.layer({ buckets: [BUCKET] }))("S3 driver against an S3-protocol server", (it) => {
   it.scoped("puts a small object under the prefix and reads it back", () =>
     Effect.gen(function* () {
       const s3 = yield* driver()
@@ -116,6 +112,7 @@ describe("S3 driver against an S3-protocol server", () => {
 
   it.scoped("lists objects under the prefix with relative keys, without the doctor probe", () =>
     Effect.gen(function* () {
+      const server = yield* S3Server
       const s3 = yield* testDriver(server, BUCKET, { extra: { prefix: "listing/" } })
       const other = yield* testDriver(server, BUCKET, { extra: { prefix: "listing-other/" } })
       yield* s3.put("a.csv", randomBlock(10), "text/csv")
@@ -133,6 +130,7 @@ describe("S3 driver against an S3-protocol server", () => {
 
   it.scoped("writes objects with tags, storage class and encryption headers", () =>
     Effect.gen(function* () {
+      const server = yield* S3Server
       const s3 = yield* testDriver(server, BUCKET, {
         extra: {
           prefix: "headers",
@@ -152,6 +150,7 @@ describe("S3 driver against an S3-protocol server", () => {
 
   it.scoped("check passes on a writable bucket and removes its probe", () =>
     Effect.gen(function* () {
+      const server = yield* S3Server
       const s3 = yield* testDriver(server, BUCKET, { extra: { prefix: "doctor" } })
       yield* s3.check
       const probes = yield* Effect.promise(() => server.listObjects(BUCKET, "doctor/"))
@@ -173,6 +172,7 @@ describe("S3 driver against an S3-protocol server", () => {
 
   it.scoped("pendingUploads lists the uploads in progress under a key prefix (relative keys) and aborts them by id", () =>
     Effect.gen(function* () {
+      const server = yield* S3Server
       const s3 = yield* driver()
       const other = yield* testDriver(server, BUCKET, { extra: { prefix: "elsewhere", part_size: "5MiB" } })
       const pending = s3.pendingUploads!
