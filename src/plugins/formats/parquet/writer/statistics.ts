@@ -162,6 +162,25 @@ const compareBytes = (a: Uint8Array, aFrom: number, aTo: number, b: Uint8Array, 
   return aTo - aFrom - (bTo - bFrom)
 }
 
+/**
+ * `compareBytes` of two ranges of one buffer, four bytes at a time (big-endian words order as bytes do): values
+ * of a column often share a long prefix (`customer 17`, `customer 18`).
+ */
+const compareWithin = (view: DataView, aFrom: number, aTo: number, bFrom: number, bTo: number): number => {
+  const length = Math.min(aTo - aFrom, bTo - bFrom)
+  let k = 0
+  for (; k + 4 <= length; k += 4) {
+    const a = view.getUint32(aFrom + k)
+    const b = view.getUint32(bFrom + k)
+    if (a !== b) return a < b ? -1 : 1
+  }
+  for (; k < length; k++) {
+    const difference = view.getUint8(aFrom + k) - view.getUint8(bFrom + k)
+    if (difference !== 0) return difference
+  }
+  return aTo - aFrom - (bTo - bFrom)
+}
+
 /** Strings, bytes (BYTE_ARRAY) and UUIDs (FIXED_LEN_BYTE_ARRAY): unsigned bytewise order; min/max copied out. */
 export const bytesMinMax = (): MinMax => {
   let min: Uint8Array | undefined
@@ -170,7 +189,10 @@ export const bytesMinMax = (): MinMax => {
     add: (data, _words, from, to) => {
       if (data.layout !== "binary" && data.layout !== "fixed") throw new Error(`byte statistics of a ${data.layout} column`)
       const source = data.data
+      const view = new DataView(source.buffer, source.byteOffset, source.byteLength)
       const validity = data.validity
+      const offsets = data.layout === "binary" ? data.offsets : undefined
+      const width = data.layout === "fixed" ? data.width : 0
       // The best of this range by position, copied once at the end: no copy per new minimum.
       let minStart = -1
       let minEnd = -1
@@ -178,13 +200,15 @@ export const bytesMinMax = (): MinMax => {
       let maxEnd = -1
       for (let i = from; i < to; i++) {
         if (!valid(validity, i)) continue
-        const start = data.layout === "binary" ? data.offsets[i]! : i * data.width
-        const end = data.layout === "binary" ? data.offsets[i + 1]! : start + data.width
-        if (minStart < 0 || compareBytes(source, start, end, source, minStart, minEnd) < 0) {
+        const start = offsets === undefined ? i * width : offsets[i]!
+        const end = offsets === undefined ? start + width : offsets[i + 1]!
+        if (minStart < 0) {
+          minStart = maxStart = start
+          minEnd = maxEnd = end
+        } else if (compareWithin(view, start, end, minStart, minEnd) < 0) {
           minStart = start
           minEnd = end
-        }
-        if (maxStart < 0 || compareBytes(source, start, end, source, maxStart, maxEnd) > 0) {
+        } else if (compareWithin(view, start, end, maxStart, maxEnd) > 0) {
           maxStart = start
           maxEnd = end
         }
