@@ -1,4 +1,5 @@
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import { ConfigError } from "../core/errors.js"
@@ -78,6 +79,6 @@ export const printWarnings = (warnings: ReadonlyArray<string>, options: { readon
   Effect.forEach(
     warnings,
     (message) =>
-      options.json ? event("warning", { message }) : Effect.sync(() => void process.stderr.write(`rivet: warning: ${message}\n`)),
+      options.json ? event("warning", { message }) : Console.error(`rivet: warning: ${message}`),
     { discard: true }
   )
