@@ -11,7 +11,7 @@ import { ExitCode } from "../../src/cli/exit.js"
 import { writeConfig } from "../support/cli.js"
 
 /** Runs one command in this process with a Console that records what it prints instead of writing it. */
-const captured = <Name extends string, R, E>(command: Command.Command<Name, R, E, unknown>, args: ReadonlyArray<string>) =>
+const captured = <Name extends string, R, E, A>(command: Command.Command<Name, R, E, A>, args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const stdout: Array<string> = []
     const stderr: Array<string> = []
