@@ -58,9 +58,6 @@ const apiVersionProblem = (plugin: AnyPlugin): { readonly message: string; reado
  * file; a directory means the package in it (its `exports["."]`, else `main`, else `index.js`). Anything else is
  * an npm package name, resolved from the config's directory like that project's own dependencies.
  */
-const noEntry = (cause: unknown): boolean =>
-  typeof cause === "object" && cause !== null && "code" in cause && (cause.code === "ENOENT" || cause.code === "ENOTDIR")
-
 const importSpecifier = (specifier: string, configDir: string): Effect.Effect<string, string, FileSystem.FileSystem> => {
   if (!specifier.startsWith(".") && !path.isAbsolute(specifier)) {
     return Effect.try({
@@ -73,8 +70,8 @@ const importSpecifier = (specifier: string, configDir: string): Effect.Effect<st
     const fs = yield* FileSystem.FileSystem
     const info = yield* fs.stat(target).pipe(
       Effect.map((info) => info.type),
-      // As Node's statSync with throwIfNoEntry: false, a missing entry (or a file where a directory should be) is no entry.
-      Effect.catchIf((error) => noEntry(error.cause), () => Effect.succeed(undefined)),
+      // A missing path is imported as given, for Node's own "Cannot find module" message.
+      Effect.catchIf((error) => error._tag === "SystemError" && error.reason === "NotFound", () => Effect.succeed(undefined)),
       Effect.mapError(fileProblem)
     )
     return pathToFileURL(info === "Directory" ? yield* packageEntry(fs, target) : target).href
