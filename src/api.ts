@@ -76,7 +76,7 @@ export const loadConfig = <const P extends AnyPluginValue = never>(
   if (typeof input === "string") return Effect.provide(loadConfigFile(input, loadOptions), NodeFileSystem.layer)
   if (isLoaded(input)) return Effect.succeed(input)
   return Effect.flatMap(
-    validateConfigValue(input, options.configDir ?? process.cwd(), "(inline config)", loadOptions),
+    Effect.provide(validateConfigValue(input, options.configDir ?? process.cwd(), "(inline config)", loadOptions), NodeFileSystem.layer),
     (result) => (Either.isRight(result) ? Effect.succeed(result.right) : Effect.fail(result.left[0]!))
   )
 }

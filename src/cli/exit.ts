@@ -1,3 +1,4 @@
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { exitCodeOf, type ConfigError, type RivetError } from "../core/errors.js"
 import { renderError } from "./render.js"
@@ -15,9 +16,10 @@ export const printErrors = (
   errors: ReadonlyArray<RivetError>,
   options: { readonly json?: boolean; readonly verbose?: boolean } = {}
 ) =>
-  Effect.sync(() => {
-    for (const error of errors) {
-      process.stderr.write(
+  Effect.forEach(
+    errors,
+    (error) =>
+      Console.error(
         options.json
           ? `${JSON.stringify({
               event: "error",
@@ -28,11 +30,11 @@ export const printErrors = (
               ...(error._tag === "ConfigError" ? { path: error.path } : {}),
               ...(options.verbose && detailOf(error) ? { detail: detailOf(error) } : {}),
               exit_code: exitCodeOf(error)
-            })}\n`
-          : `${renderError(error)}\n${options.verbose && detailOf(error) ? `Detail: ${detailOf(error)}\n` : ""}`
-      )
-    }
-  })
+            })}`
+          : `${renderError(error)}${options.verbose && detailOf(error) ? `\nDetail: ${detailOf(error)}` : ""}`
+      ),
+    { discard: true }
+  )
 
 const detailOf = (error: RivetError): string | undefined => (error._tag === "PluginError" ? error.detail : undefined)
 

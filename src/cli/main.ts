@@ -2,6 +2,7 @@ import * as Command from "@effect/cli/Command"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { completionsCommand } from "./commands/completions.js"
@@ -40,16 +41,14 @@ const verbose = process.argv.includes("--verbose")
 const program = withPlainConsole(Effect.suspend(() => cli(process.argv))).pipe(
   Effect.map((result: unknown) => (result instanceof ExitCode ? result.code : 0)),
   // @effect/cli has already printed usage errors; anything else is unexpected and reported briefly.
-  Effect.catchAllCause((cause) =>
-    Effect.sync(() => {
-      const failure = Cause.failureOption(cause)
-      const isUsage = failure._tag === "Some" && typeof failure.value === "object" && failure.value !== null && "_tag" in failure.value
-      if (!isUsage || verbose) {
-        process.stderr.write(`Error: ${verbose ? Cause.pretty(cause) : String(Cause.squash(cause))}\n`)
-      }
-      return 1
-    })
-  ),
+  Effect.catchAllCause((cause) => {
+    const failure = Cause.failureOption(cause)
+    const isUsage = failure._tag === "Some" && typeof failure.value === "object" && failure.value !== null && "_tag" in failure.value
+    return Effect.as(
+      !isUsage || verbose ? Console.error(`Error: ${verbose ? Cause.pretty(cause) : String(Cause.squash(cause))}`) : Effect.void,
+      1
+    )
+  }),
   Effect.tap((code) => Effect.sync(() => (process.exitCode = code))),
   Effect.provide(NodeContext.layer)
 )

@@ -1,6 +1,7 @@
 import * as Options from "@effect/cli/Options"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as fs from "node:fs"
 import { ConfigError } from "../core/errors.js"
 import { ExitCode, printErrors } from "./exit.js"
 import { event } from "./progress.js"
@@ -37,18 +38,18 @@ const parse = (param: string): { readonly name: string; readonly value: string }
 export const applyParams = (
   params: ReadonlyArray<string>,
   configFile: string
-): Effect.Effect<{ readonly errors: ReadonlyArray<ConfigError>; readonly warnings: ReadonlyArray<string> }> =>
-  Effect.sync(() => {
+): Effect.Effect<
+  { readonly errors: ReadonlyArray<ConfigError>; readonly warnings: ReadonlyArray<string> },
+  never,
+  FileSystem.FileSystem
+> =>
+  Effect.gen(function* () {
     const parsed = params.map(parse)
     const errors = parsed.filter((param) => param instanceof ConfigError)
     const valid = parsed.filter((param): param is { readonly name: string; readonly value: string } => !(param instanceof ConfigError))
-    if (errors.length > 0) return { errors, warnings: [] }
-    let text = ""
-    try {
-      text = fs.readFileSync(configFile, "utf8")
-    } catch {
-      // An unreadable config is reported by the command that loads it.
-    }
+    if (errors.length > 0 || valid.length === 0) return { errors, warnings: [] }
+    // An unreadable config is reported by the command that loads it.
+    const text = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(configFile)).pipe(Effect.orElseSucceed(() => ""))
     const warnings: Array<string> = []
     for (const { name, value } of valid) {
       process.env[name] = value
@@ -78,6 +79,6 @@ export const printWarnings = (warnings: ReadonlyArray<string>, options: { readon
   Effect.forEach(
     warnings,
     (message) =>
-      options.json ? event("warning", { message }) : Effect.sync(() => void process.stderr.write(`rivet: warning: ${message}\n`)),
+      options.json ? event("warning", { message }) : Console.error(`rivet: warning: ${message}`),
     { discard: true }
   )

@@ -1,10 +1,11 @@
 import type * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import { isTerminal } from "./terminal.js"
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*m/g
 
-const wantsPlain = (stream: NodeJS.WriteStream): boolean => !stream.isTTY || (process.env["NO_COLOR"] ?? "") !== ""
+const wantsPlain = (stream: "stdout" | "stderr"): boolean => !isTerminal(stream) || (process.env["NO_COLOR"] ?? "") !== ""
 
 const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => (typeof arg === "string" ? arg.replace(ANSI, "") : arg))
 
@@ -14,8 +15,8 @@ const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => (typeof arg ==
  */
 export const withPlainConsole = <A, E, R>(program: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.flatMap(Effect.console, (console) => {
-    const stdout = wantsPlain(process.stdout)
-    const stderr = wantsPlain(process.stderr)
+    const stdout = wantsPlain("stdout")
+    const stderr = wantsPlain("stderr")
     if (!stdout && !stderr) return program
     const unsafe = console.unsafe
     const adjusted: Console.Console = {

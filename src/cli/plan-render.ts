@@ -1,3 +1,4 @@
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import type { ChunkSpec, PlannedExport } from "../engine/plan/model.js"
 import { formatCount } from "./render.js"
@@ -80,14 +81,13 @@ export const printStatements = (
   runs: ReadonlyArray<{ readonly exportName: string; readonly statements: ReadonlyArray<string> }>,
   json: boolean
 ) =>
-  Effect.sync(() => {
-    for (const run of runs) {
-      process.stderr.write(
+  Effect.forEach(
+    runs,
+    (run) =>
+      Console.error(
         json
-          ? `${JSON.stringify({ event: "statements", time: new Date().toISOString(), export: run.exportName, statements: run.statements })}\n`
-          : [`statements (${run.exportName}):`, ...run.statements.map((text, i) => `  ${i + 1}. ${text.replace(CONTROL, "").replaceAll("\n", "\n     ")}`)]
-              .join("\n")
-              .concat("\n")
-      )
-    }
-  })
+          ? JSON.stringify({ event: "statements", time: new Date().toISOString(), export: run.exportName, statements: run.statements })
+          : [`statements (${run.exportName}):`, ...run.statements.map((text, i) => `  ${i + 1}. ${text.replace(CONTROL, "").replaceAll("\n", "\n     ")}`)].join("\n")
+      ),
+    { discard: true }
+  )

@@ -1,10 +1,9 @@
-import * as Effect from "effect/Effect"
+import * as Console from "effect/Console"
 import * as Layer from "effect/Layer"
 import { ProgressReporter, type ExportProgress } from "../core/progress.js"
 import { formatBytes } from "../core/size.js"
 import { formatCount, formatDuration, formatRate, renderSummary } from "./render.js"
-
-const write = (text: string) => Effect.sync(() => void process.stderr.write(text))
+import { isTerminal, writeStderrRaw } from "./terminal.js"
 
 const statusLine = (progress: ExportProgress): string => {
   const elapsed = Date.now() - progress.startedAt
@@ -23,26 +22,26 @@ const statusLine = (progress: ExportProgress): string => {
 /** A live status line per export, redrawn in place (stderr is a terminal). */
 export const ttyProgress: Layer.Layer<ProgressReporter> = Layer.succeed(ProgressReporter, {
   intervalMs: 250,
-  started: (progress) => write(`${statusLine(progress)}`),
-  tick: (progress) => write(`\r\x1b[2K${statusLine(progress)}`),
-  finished: (outcome) => write(`\r\x1b[2K${renderSummary(outcome)}\n`),
-  notice: (exportName, message) => write(`\r\x1b[2Krivet: export '${exportName}': ${message}\n`)
+  started: (progress) => writeStderrRaw(`${statusLine(progress)}`),
+  tick: (progress) => writeStderrRaw(`\r\x1b[2K${statusLine(progress)}`),
+  finished: (outcome) => writeStderrRaw(`\r\x1b[2K${renderSummary(outcome)}\n`),
+  notice: (exportName, message) => writeStderrRaw(`\r\x1b[2Krivet: export '${exportName}': ${message}\n`)
 })
 
 /** Plain log lines for cron, CI and orchestrators (stderr is not a terminal). */
 export const plainProgress: Layer.Layer<ProgressReporter> = Layer.succeed(ProgressReporter, {
   intervalMs: 10_000,
-  started: (progress) => write(`rivet: export '${progress.exportName}' started\n`),
-  tick: (progress) => write(`rivet: ${statusLine(progress).slice(2)}\n`),
-  finished: (outcome) => write(`${renderSummary(outcome)}\n`),
-  notice: (exportName, message) => write(`rivet: export '${exportName}': ${message}\n`)
+  started: (progress) => Console.error(`rivet: export '${progress.exportName}' started`),
+  tick: (progress) => Console.error(`rivet: ${statusLine(progress).slice(2)}`),
+  finished: (outcome) => Console.error(renderSummary(outcome)),
+  notice: (exportName, message) => Console.error(`rivet: export '${exportName}': ${message}`)
 })
 
-export const cliProgress = (): Layer.Layer<ProgressReporter> => (process.stderr.isTTY ? ttyProgress : plainProgress)
+export const cliProgress = (): Layer.Layer<ProgressReporter> => (isTerminal("stderr") ? ttyProgress : plainProgress)
 
 /** One `--json` event line on stderr. */
 export const event = (name: string, fields: Record<string, unknown>) =>
-  write(`${JSON.stringify({ event: name, time: new Date().toISOString(), ...fields })}\n`)
+  Console.error(JSON.stringify({ event: name, time: new Date().toISOString(), ...fields }))
 
 /**
  * `--json`: one JSON object per line on stderr for orchestrators — run_started, progress, part_committed,

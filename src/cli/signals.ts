@@ -1,3 +1,4 @@
+import * as Console from "effect/Console"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -55,7 +56,7 @@ export const trackRunning = (reporter: Layer.Layer<ProgressReporter>): RunningEx
  * uploads aborted, temp files removed): an `interrupted` event with `--json`, else one summary line.
  */
 export const reportInterrupted = (options: { readonly json: boolean; readonly exports: ReadonlyArray<string>; readonly startedAt: number }) =>
-  Effect.sync(() => {
+  Effect.suspend(() => {
     const exitCode = interruptedExitCode()
     const signal = received ?? null
     const durationMs = Date.now() - options.startedAt
@@ -63,9 +64,9 @@ export const reportInterrupted = (options: { readonly json: boolean; readonly ex
       options.exports.length === 0
         ? "no export was running"
         : `${options.exports.map((name) => `'${name}'`).join(", ")} stopped: running statements cancelled, uploads aborted, nothing of ${options.exports.length === 1 ? "it" : "them"} published`
-    process.stderr.write(
+    return Console.error(
       options.json
-        ? `${JSON.stringify({ event: "interrupted", time: new Date().toISOString(), signal, exports: options.exports, duration_ms: durationMs, message, exit_code: exitCode })}\n`
-        : `rivet: interrupted by ${signal ?? "an interrupt"} after ${formatDuration(durationMs)}: ${message} (exit ${exitCode})\n`
+        ? JSON.stringify({ event: "interrupted", time: new Date().toISOString(), signal, exports: options.exports, duration_ms: durationMs, message, exit_code: exitCode })
+        : `rivet: interrupted by ${signal ?? "an interrupt"} after ${formatDuration(durationMs)}: ${message} (exit ${exitCode})`
     )
   })

@@ -1,3 +1,4 @@
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import type { RivetConfig } from "../config/model.js"
 import type { RivetError } from "../core/errors.js"
@@ -8,8 +9,6 @@ import { integrityErrorOf, renderValidation } from "./validate-render.js"
 
 /** Untracked objects listed after a run before the rest are only counted. */
 const MAX_UNTRACKED_AFTER_RUN = 3
-
-const write = (text: string) => Effect.sync(() => void process.stderr.write(text))
 
 /**
  * `rivet run --validate`: validates, right after the run, every export that succeeded and wrote markers (stdout
@@ -36,8 +35,8 @@ export const validateAfterRun = (
       }
       const validation = outcome.right
       if (options.json) {
-        yield* write(
-          `${JSON.stringify({
+        yield* Console.error(
+          JSON.stringify({
             event: "validated",
             time: new Date().toISOString(),
             export: validation.exportName,
@@ -46,10 +45,10 @@ export const validateAfterRun = (
             parts: validation.parts,
             rows: validation.rows,
             findings: validation.findings
-          })}\n`
+          })
         )
       } else {
-        yield* write(`${renderValidation(validation, MAX_UNTRACKED_AFTER_RUN).join("\n")}\n`)
+        yield* Console.error(renderValidation(validation, MAX_UNTRACKED_AFTER_RUN).join("\n"))
       }
       const error = integrityErrorOf(validation)
       if (error) errors.push(error)

@@ -1,3 +1,4 @@
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import type { ConfigPlugins } from "../config/json-schema.js"
 import type { ConfigError } from "../core/errors.js"
@@ -12,7 +13,7 @@ export const loadAllPlugins = (
   specifiers: ReadonlyArray<string>,
   configDir: string,
   extra: ReadonlyArray<AnyPlugin> = []
-): Effect.Effect<ConfigPlugins, ConfigError> =>
+): Effect.Effect<ConfigPlugins, ConfigError, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const resolver = yield* makeResolver(specifiers, configDir, extra)
     const load = <P>(types: ReadonlyArray<string>, lookup: (type: string) => Effect.Effect<P | undefined, ConfigError>) =>

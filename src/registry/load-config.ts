@@ -33,7 +33,7 @@ export const validateConfigValue = (
   configDir: string,
   origin: string,
   options: LoadOptions = {}
-): Effect.Effect<Either.Either<RivetConfig, ReadonlyArray<ConfigError>>> =>
+): Effect.Effect<Either.Either<RivetConfig, ReadonlyArray<ConfigError>>, never, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const resolved = yield* interpolate(value, options.env ?? process.env)
     const resolver = yield* makeResolver(pluginList(resolved), configDir, options.plugins)

@@ -1,10 +1,11 @@
-import * as fs from "node:fs"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { PluginResolver } from "../config/decode.js"
+import { fileProblem } from "../config/read-file.js"
 import { ConfigError, describeCause } from "../core/errors.js"
 import { type AnyPlugin, type FormatPlugin, PLUGIN_API_VERSION, type SinkPlugin, type SourcePlugin } from "../core/plugin.js"
 import { builtinFormats, builtinSinks, builtinSources } from "./builtins.js"
@@ -57,18 +58,37 @@ const apiVersionProblem = (plugin: AnyPlugin): { readonly message: string; reado
  * file; a directory means the package in it (its `exports["."]`, else `main`, else `index.js`). Anything else is
  * an npm package name, resolved from the config's directory like that project's own dependencies.
  */
-const importSpecifier = (specifier: string, configDir: string): string => {
+const importSpecifier = (specifier: string, configDir: string): Effect.Effect<string, string, FileSystem.FileSystem> => {
   if (!specifier.startsWith(".") && !path.isAbsolute(specifier)) {
-    return pathToFileURL(createRequire(path.join(configDir, "noop.js")).resolve(specifier)).href
+    return Effect.try({
+      try: () => pathToFileURL(createRequire(path.join(configDir, "noop.js")).resolve(specifier)).href,
+      catch: describeCause
+    })
   }
   const target = path.resolve(configDir, specifier)
-  return pathToFileURL(fs.statSync(target, { throwIfNoEntry: false })?.isDirectory() ? packageEntry(target) : target).href
+  return Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const info = yield* fs.stat(target).pipe(
+      Effect.map((info) => info.type),
+      // A missing path is imported as given, for Node's own "Cannot find module" message.
+      Effect.catchIf((error) => error._tag === "SystemError" && error.reason === "NotFound", () => Effect.succeed(undefined)),
+      Effect.mapError(fileProblem)
+    )
+    return pathToFileURL(info === "Directory" ? yield* packageEntry(fs, target) : target).href
+  })
 }
 
-const packageEntry = (dir: string): string => {
-  const manifestPath = path.join(dir, "package.json")
-  if (!fs.existsSync(manifestPath)) return path.join(dir, "index.js")
-  const manifest = JSON.parse(fs.readFileSync(manifestPath, "utf8")) as { exports?: unknown; main?: unknown }
+const packageEntry = (fs: FileSystem.FileSystem, dir: string): Effect.Effect<string, string> =>
+  Effect.gen(function* () {
+    const manifestPath = path.join(dir, "package.json")
+    if (!(yield* fs.exists(manifestPath).pipe(Effect.orElseSucceed(() => false)))) return path.join(dir, "index.js")
+    const text = yield* Effect.mapError(fs.readFileString(manifestPath), fileProblem)
+    const manifest = yield* Effect.try({ try: () => JSON.parse(text) as { exports?: unknown; main?: unknown }, catch: describeCause })
+    return entryOf(dir, manifest)
+  })
+
+/** The module a package directory's manifest names: its `exports["."]` (import, node or default), else `main`. */
+const entryOf = (dir: string, manifest: { exports?: unknown; main?: unknown }): string => {
   const root = (value: unknown): unknown =>
     typeof value === "object" && value !== null && "." in value ? (value as Record<string, unknown>)["."] : value
   const entry = (value: unknown): string | undefined => {
@@ -81,16 +101,20 @@ const packageEntry = (dir: string): string => {
   return path.resolve(dir, main)
 }
 
-const loadThirdParty = (specifier: string, index: number, configDir: string) =>
-  Effect.tryPromise({
-    try: async () => (await import(importSpecifier(specifier, configDir))) as { default?: unknown },
-    catch: (cause) =>
-      new ConfigError({
-        path: `plugins[${index}]`,
-        message: `cannot load plugin '${specifier}': ${describeCause(cause)}`,
-        hint: "give an installed npm package name, or a path (file or package directory) relative to the config file; a package written in TypeScript must be built first"
+const loadThirdParty = (specifier: string, index: number, configDir: string) => {
+  const cannotLoad = (reason: string) =>
+    new ConfigError({
+      path: `plugins[${index}]`,
+      message: `cannot load plugin '${specifier}': ${reason}`,
+      hint: "give an installed npm package name, or a path (file or package directory) relative to the config file; a package written in TypeScript must be built first"
+    })
+  return Effect.mapError(importSpecifier(specifier, configDir), cannotLoad).pipe(
+    Effect.flatMap((url) =>
+      Effect.tryPromise({
+        try: async () => (await import(url)) as { default?: unknown },
+        catch: (cause) => cannotLoad(describeCause(cause))
       })
-  }).pipe(
+    ),
     Effect.flatMap((module) => {
       const plugin = module.default
       const problem = pluginProblem(plugin)
@@ -113,13 +137,14 @@ const loadThirdParty = (specifier: string, index: number, configDir: string) =>
       return Effect.succeed(valid)
     })
   )
+}
 
 /** Built-ins, then plugins passed in code, then the `plugins:` modules; a type defined twice fails naming both. */
 const loadTables = (
   specifiers: ReadonlyArray<string>,
   configDir: string,
   extra: ReadonlyArray<AnyPlugin>
-): Effect.Effect<Tables, ConfigError> =>
+): Effect.Effect<Tables, ConfigError, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const tables: Tables = { source: new Map(), format: new Map(), sink: new Map() }
     const builtins: Array<[Kind, Readonly<Record<string, () => Promise<unknown>>>]> = [
@@ -184,7 +209,7 @@ export const makeResolver = (
   specifiers: ReadonlyArray<string>,
   configDir: string,
   extra: ReadonlyArray<AnyPlugin> = []
-): Effect.Effect<PluginResolver, ConfigError> =>
+): Effect.Effect<PluginResolver, ConfigError, FileSystem.FileSystem> =>
   Effect.map(loadTables(specifiers, configDir, extra), (tables) => {
     const lookup =
       <P>(kind: Kind) =>
@@ -220,7 +245,7 @@ export const listPlugins = (
   specifiers: ReadonlyArray<string>,
   configDir: string,
   extra: ReadonlyArray<AnyPlugin> = []
-): Effect.Effect<PluginOrigins, ConfigError> =>
+): Effect.Effect<PluginOrigins, ConfigError, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const tables = yield* loadTables(specifiers, configDir, extra)
     const list = (kind: Kind) =>

@@ -1,8 +1,9 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as FileSystem from "@effect/platform/FileSystem"
 import type Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { describeCause, StateError } from "../core/errors.js"
 import { installCommand, isPackageMissing } from "../core/optional-packages.js"
@@ -82,28 +83,41 @@ const loadSqlite = (file: string): Effect.Effect<typeof Database, StateError> =>
         : toStateError(file, cause)
   })
 
+const exists = (fs: FileSystem.FileSystem, file: string) => fs.exists(file).pipe(Effect.orElseSucceed(() => false))
+
+/** Before a new file is created: its directory exists and is writable, or a StateError saying what to do. */
+const checkCreatable = (file: string): Effect.Effect<void, StateError, FileSystem.FileSystem> =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    if (file === MEMORY || (yield* exists(fs, file))) return
+    const dir = path.dirname(path.resolve(file))
+    if (!(yield* exists(fs, dir))) return yield* Effect.fail(toStateError(file, new MissingDirectory(dir)))
+    yield* Effect.mapError(fs.access(dir, { writable: true }), (error) =>
+      toStateError(file, error._tag === "SystemError" && error.cause !== undefined ? error.cause : error)
+    )
+  })
+
 /** Opens (creating when absent) the database file, with the checks that give a clear message on read-only mounts. */
-const openDatabase = (file: string): Effect.Effect<Database.Database, StateError> =>
-  Effect.flatMap(loadSqlite(file), (Database) => Effect.try({
-    try: () => {
-      if (file !== MEMORY && !fs.existsSync(file)) {
-        const dir = path.dirname(path.resolve(file))
-        if (!fs.existsSync(dir)) throw new MissingDirectory(dir)
-        fs.accessSync(dir, fs.constants.W_OK)
-      }
-      const db = new Database(file, { timeout: BUSY_TIMEOUT_MS })
-      try {
-        db.pragma("journal_mode = WAL")
-        db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
-        db.pragma("foreign_keys = ON")
-      } catch (cause) {
-        db.close()
-        throw cause
-      }
-      return db
-    },
-    catch: (cause) => toStateError(file, cause)
-  }))
+const openDatabase = (file: string): Effect.Effect<Database.Database, StateError, FileSystem.FileSystem> =>
+  Effect.gen(function* () {
+    const Database = yield* loadSqlite(file)
+    yield* checkCreatable(file)
+    return yield* Effect.try({
+      try: () => {
+        const db = new Database(file, { timeout: BUSY_TIMEOUT_MS })
+        try {
+          db.pragma("journal_mode = WAL")
+          db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+          db.pragma("foreign_keys = ON")
+        } catch (cause) {
+          db.close()
+          throw cause
+        }
+        return db
+      },
+      catch: (cause) => toStateError(file, cause)
+    })
+  })
 
 const toParams = (params: ReadonlyArray<SqlValue> | undefined): Array<SqlValue> => (params ? [...params] : [])
 
@@ -150,9 +164,13 @@ const makeBackend = (db: Database.Database, file: string): Effect.Effect<SqlBack
 
 /**
  * The state store in a SQLite file (created on first use, WAL mode) or in memory (`":memory:"`, for tests and
- * programs that keep no state). The database closes when the layer's scope closes.
+ * programs that keep no state). The database closes when the layer's scope closes. It needs nothing from the
+ * program (`sqliteStateLayer(":memory:")` is passed as it is), so it brings Node's file system for its checks.
  */
 export const sqliteStateLayer = (file: string): Layer.Layer<StateStore, StateError> =>
+  Layer.provide(sqliteStateLayerOn(file), NodeFileSystem.layer)
+
+const sqliteStateLayerOn = (file: string): Layer.Layer<StateStore, StateError, FileSystem.FileSystem> =>
   Layer.scoped(
     StateStore,
     Effect.gen(function* () {

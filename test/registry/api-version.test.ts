@@ -1,3 +1,4 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { describe, expect, it } from "vitest"
@@ -10,7 +11,7 @@ const { kind: _kind, apiVersion: _version, ...definition } = base
 
 /** The ConfigError's message and hint when a plugin passed in code is refused. */
 const refusal = async (plugin: AnyPlugin) => {
-  const exit = await Effect.runPromiseExit(makeResolver([], process.cwd(), [plugin]))
+  const exit = await Effect.runPromiseExit(Effect.provide(makeResolver([], process.cwd(), [plugin]), NodeFileSystem.layer))
   if (Exit.isSuccess(exit)) return undefined
   const error = exit.cause._tag === "Fail" ? (exit.cause.error as { message: string; hint?: string }) : undefined
   return { message: error?.message, hint: error?.hint }

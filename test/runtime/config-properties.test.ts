@@ -1,13 +1,17 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { pathSegments, validateConfigValue } from "../../src/registry/load-config.js"
+import { pathSegments, validateConfigValue as validateWith } from "../../src/registry/load-config.js"
 import { DurationMs, MAX_DURATION_MS, parseDuration } from "../../src/core/duration.js"
 import { parseYaml } from "../../src/config/yaml.js"
 import { ByteSize, parseByteSize } from "../../src/core/size.js"
+
+/** Decodes as the CLI does, with Node's file system for the plugins named by path. */
+const validateConfigValue = (...args: Parameters<typeof validateWith>) => Effect.provide(validateWith(...args), NodeFileSystem.layer)
 
 /** Property tests over config decoding with the built-in plugins (decoding is pure: nothing connects). */
 

@@ -1,13 +1,17 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { validateConfigValue } from "../../src/registry/load-config.js"
+import { validateConfigValue as validateWith } from "../../src/registry/load-config.js"
 import { interpolate } from "../../src/config/yaml.js"
 import type { ConfigError, FormatError, SinkError, SourceError } from "../../src/core/errors.js"
 import type { FormatDriver, SinkDriver, SourceDriver } from "../../src/core/plugin.js";
 import { defineFormat, defineSink, defineSource } from "../../src/core/plugin.js"
+
+/** Decodes as the CLI does, with Node's file system for the plugins named by path. */
+const validateConfigValue = (...args: Parameters<typeof validateWith>) => Effect.provide(validateWith(...args), NodeFileSystem.layer)
 
 const source = defineSource({
   type: "fakedb",

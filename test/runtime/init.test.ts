@@ -1,11 +1,15 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { describe, expect, it } from "vitest"
 import * as YAML from "yaml"
-import { validateConfigValue } from "../../src/registry/load-config.js"
+import { validateConfigValue as validateWith } from "../../src/registry/load-config.js"
 import type { DiscoveredTable, Discovery } from "../../src/core/discovery/model.js"
 import { planInit, updatedAtColumn } from "../../src/engine/init/plan.js"
 import { renderInitYaml } from "../../src/engine/init/render.js"
+
+/** Decodes as the CLI does, with Node's file system for the plugins named by path. */
+const validateConfigValue = (...args: Parameters<typeof validateWith>) => Effect.provide(validateWith(...args), NodeFileSystem.layer)
 
 const int = (name: string, kind: "int32" | "int64" = "int32") => ({ name, sourceType: kind === "int32" ? "int4" : "int8", type: { kind } })
 const text = (name: string) => ({ name, sourceType: "text", type: { kind: "string" as const } })

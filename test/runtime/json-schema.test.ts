@@ -1,3 +1,4 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Ajv, type ErrorObject } from "ajv"
@@ -8,9 +9,12 @@ import * as Schema from "effect/Schema"
 import { beforeAll, describe, expect, it } from "vitest"
 import * as YAML from "yaml"
 import { loadAllPlugins } from "../../src/registry/all-plugins.js"
-import { validateConfigValue } from "../../src/registry/load-config.js"
+import { validateConfigValue as validateWith } from "../../src/registry/load-config.js"
 import { configJsonSchema, type JsonSchema } from "../../src/config/json-schema.js"
 import { type AnyPlugin, defineFormat, defineSource } from "../../src/core/plugin.js"
+
+/** Decodes as the CLI does, with Node's file system for the plugins named by path. */
+const validateConfigValue = (...args: Parameters<typeof validateWith>) => Effect.provide(validateWith(...args), NodeFileSystem.layer)
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 const EXAMPLES = path.join(ROOT, "examples")
@@ -20,7 +24,7 @@ let schema: JsonSchema
 let validate: (value: unknown) => ReadonlyArray<ErrorObject>
 
 beforeAll(async () => {
-  schema = configJsonSchema(await Effect.runPromise(loadAllPlugins([], ROOT)))
+  schema = configJsonSchema(await Effect.runPromise(Effect.provide(loadAllPlugins([], ROOT), NodeFileSystem.layer)))
   // strictRequired is off: `required: [table]` inside a oneOf names a key declared by the enclosing schema.
   const compiled = new Ajv({ allErrors: true, strict: true, strictRequired: false }).compile(schema)
   validate = (value) => (compiled(value) ? [] : [...(compiled.errors ?? [])])
@@ -168,7 +172,7 @@ describe("the config JSON Schema", () => {
         make: () => Layer.die("unused")
       })
     ] as unknown as ReadonlyArray<AnyPlugin>
-    const withPlugins = configJsonSchema(await Effect.runPromise(loadAllPlugins([], ROOT, plugins)))
+    const withPlugins = configJsonSchema(await Effect.runPromise(Effect.provide(loadAllPlugins([], ROOT, plugins), NodeFileSystem.layer)))
     const check = new Ajv({ allErrors: true, strictRequired: false }).compile(withPlugins)
     const config = (source: Record<string, unknown>, fields: Record<string, unknown>) => ({
       source,

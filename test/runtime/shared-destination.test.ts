@@ -1,9 +1,13 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { validateConfigValue } from "../../src/registry/load-config.js"
+import { validateConfigValue as validateWith } from "../../src/registry/load-config.js"
 import type { RivetConfig } from "../../src/config/model.js"
 import { markerKeys } from "../../src/core/naming.js"
+
+/** Decodes as the CLI does, with Node's file system for the plugins named by path. */
+const validateConfigValue = (...args: Parameters<typeof validateWith>) => Effect.provide(validateWith(...args), NodeFileSystem.layer)
 
 const source = { type: "postgres", url: "postgres://postgres@127.0.0.1:1/none" }
 

@@ -1,10 +1,12 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { checkConfigFile } from "../../registry/check-config.js"
 import type { LintFinding } from "../../config/lint.js"
 import { ExitCode, printErrors } from "../exit.js"
 import { paramOption, useParams } from "../params.js"
+import { printLines } from "../terminal.js"
 import { configOption } from "./run.js"
 
 const LABEL = { error: "Error", warning: "Warning", note: "Note" } as const
@@ -45,13 +47,13 @@ export const checkCommand = Command.make(
       if (badParams) return badParams
       const report = yield* checkConfigFile(config, { allowMissingEnv })
       yield* printErrors(report.errors)
-      yield* Effect.sync(() => void process.stderr.write(renderFindings([...report.warnings, ...report.notes])))
+      yield* printLines("stderr", renderFindings([...report.warnings, ...report.notes]))
       if (report.errors.length > 0) return new ExitCode(1)
       const counts = [
         report.warnings.length > 0 ? `, ${plural(report.warnings.length, "warning")}` : "",
         report.notes.length > 0 ? `, ${plural(report.notes.length, "note")}` : ""
       ].join("")
-      yield* Effect.sync(() => void process.stdout.write(`OK: ${config}: ${report.exportCount} export(s) valid${counts}\n`))
+      yield* Console.log(`OK: ${config}: ${report.exportCount} export(s) valid${counts}`)
       return new ExitCode(0)
     })
 ).pipe(

@@ -1,5 +1,6 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 
 /**
@@ -19,7 +20,7 @@ export const completionsCommand = (root: () => Command.Command<string, unknown, 
             : shell === "zsh"
               ? yield* Command.getZshCompletions(root(), "rivet")
               : yield* Command.getFishCompletions(root(), "rivet")
-        process.stdout.write(`${lines.join("\n")}\n`)
+        yield* Console.log(lines.join("\n"))
       })
   ).pipe(
     Command.withDescription(

@@ -1,4 +1,5 @@
 import * as Command from "@effect/cli/Command"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { validateConfigFile } from "../../registry/load-config.js"
@@ -23,19 +24,18 @@ export const doctorCommand = Command.make("doctor", { config: configOption, para
   Effect.gen(function* () {
     const badParams = yield* useParams(params, config)
     if (badParams) return badParams
-    const out = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
-    yield* out(`rivet doctor: checking config '${config}'\n`)
+    yield* Console.log(`rivet doctor: checking config '${config}'\n`)
     const loaded = yield* validateConfigFile(config)
     if (Either.isLeft(loaded)) {
-      for (const error of loaded.left) yield* out(renderCheck({ name: "Config", error }))
-      yield* out("\nSome checks failed. Fix the issues above before running exports.")
+      for (const error of loaded.left) yield* Console.log(renderCheck({ name: "Config", error }))
+      yield* Console.log("\nSome checks failed. Fix the issues above before running exports.")
       return new ExitCode(1)
     }
-    yield* out(renderCheck({ name: "Config parsed successfully" }))
+    yield* Console.log(renderCheck({ name: "Config parsed successfully" }))
     const checks = yield* doctor(loaded.right)
-    for (const check of checks) yield* out(renderCheck(check))
+    for (const check of checks) yield* Console.log(renderCheck(check))
     const errors = checks.flatMap((check) => (check.error ? [check.error] : []))
-    yield* out(errors.length === 0 ? "\nAll checks passed." : "\nSome checks failed. Fix the issues above before running exports.")
+    yield* Console.log(errors.length === 0 ? "\nAll checks passed." : "\nSome checks failed. Fix the issues above before running exports.")
     return new ExitCode(worstExitCode(errors))
   })
 ).pipe(

@@ -1,6 +1,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as path from "node:path"
@@ -11,6 +12,7 @@ import { renderInitYaml } from "../../engine/init/render.js"
 import type { SourceDiscovery } from "../../core/plugin.js"
 import { builtinSources } from "../../registry/builtins.js"
 import { ExitCode, printErrors, worstExitCode } from "../exit.js"
+import { printLines } from "../terminal.js"
 
 const sourceEnvOption = Options.text("source-env").pipe(
   Options.withDescription("Environment variable holding the PostgreSQL or MySQL URL; the config names it (url_env), never its value."),
@@ -120,13 +122,12 @@ export const initCommand = Command.make(
         ...(reviews > 0 ? [`${reviews} line(s) marked # REVIEW: need a look before the first run.`] : [])
       ]
       if (file === undefined) {
-        process.stdout.write(text)
-        process.stderr.write(`rivet init: ${plan.summary.length} export(s)\n${lines.join("\n")}\n`)
+        yield* printLines("stdout", text)
+        yield* Console.error(`rivet init: ${plan.summary.length} export(s)\n${lines.join("\n")}`)
       } else {
         yield* writeConfig(file, text, force)
-        process.stdout.write(
-          `Wrote ${file}: ${plan.summary.length} export(s)\n${lines.join("\n")}\n` +
-            `Next: rivet check -c ${file} && rivet run -c ${file}\n`
+        yield* Console.log(
+          `Wrote ${file}: ${plan.summary.length} export(s)\n${lines.join("\n")}\n` + `Next: rivet check -c ${file} && rivet run -c ${file}`
         )
       }
       return new ExitCode(0)

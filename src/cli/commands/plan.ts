@@ -1,5 +1,6 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -27,8 +28,6 @@ const outputOption = Options.file("output").pipe(
   Options.withDescription("Write the plan to this file, for `rivet run --plan` (valid 24 h, for this config file only).")
 )
 
-const out = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
-
 /** `rivet plan -c export.yaml [-e name]… [--json] [-o plan.json]` — what a run would do, without running it. */
 export const planCommand = Command.make(
   "plan",
@@ -49,23 +48,21 @@ export const planCommand = Command.make(
       const { outcomes, file } = planned.right
       const errors = outcomes.flatMap((outcome) => (outcome._tag === "failure" ? [outcome.error] : []))
       if (json) {
-        if (file) yield* out(JSON.stringify(file, null, 2))
+        if (file) yield* Console.log(JSON.stringify(file, null, 2))
       } else {
-        for (const outcome of outcomes) if (outcome._tag === "planned") yield* out(renderPlannedExport(outcome.plan))
+        for (const outcome of outcomes) if (outcome._tag === "planned") yield* Console.log(renderPlannedExport(outcome.plan))
       }
       yield* printErrors(errors, { json })
       if (Option.isSome(output)) {
         if (file === undefined) {
-          yield* Effect.sync(() =>
-            process.stderr.write(`Plan not written to ${output.value}: ${errors.length} export(s) could not be planned.\n`)
-          )
+          yield* Console.error(`Plan not written to ${output.value}: ${errors.length} export(s) could not be planned.`)
         } else {
           const written = yield* Effect.either(writePlanFile(output.value, file))
           if (Either.isLeft(written)) {
             errors.push(written.left)
             yield* printErrors([written.left], { json })
           } else if (!json) {
-            yield* out(`Plan written to ${output.value} (valid until ${file.expires_at}); run it with: rivet run -c ${config} --plan ${output.value}`)
+            yield* Console.log(`Plan written to ${output.value} (valid until ${file.expires_at}); run it with: rivet run -c ${config} --plan ${output.value}`)
           }
         }
       }

@@ -1,6 +1,7 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as path from "node:path"
@@ -27,9 +28,9 @@ const initPluginCommand = Command.make("init", { name: nameArg, kind: kindOption
   Effect.gen(function* () {
     const target = Option.getOrElse(dir, () => name.replace(/^@[^/]+\//, ""))
     const { type, files } = yield* scaffoldPlugin(name, kind, target)
-    process.stdout.write(
+    yield* Console.log(
       `Wrote the ${kind} plugin ${name} (type: ${type}) in ${target}:\n${files.map((file) => `  ${file}`).join("\n")}\n` +
-        `Next: cd ${path.relative(process.cwd(), path.resolve(target)) || "."} && npm install && npm test\n`
+        `Next: cd ${path.relative(process.cwd(), path.resolve(target)) || "."} && npm install && npm test`
     )
     return new ExitCode(0)
   }).pipe(Effect.catchAll((error: RivetError) => Effect.as(printErrors([error]), new ExitCode(worstExitCode([error])))))

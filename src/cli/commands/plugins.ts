@@ -1,5 +1,6 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { readPluginSpecifiers } from "../../registry/load-config.js"
@@ -45,7 +46,7 @@ export const pluginsCommand = Command.make("plugins", { config: configOption, js
     }).pipe(Effect.either)
     if (listed._tag === "Left") return yield* configFailure([listed.left])
     const text = json ? asJson(listed.right) : renderPlugins(listed.right)
-    yield* Effect.sync(() => void process.stdout.write(`${text}\n`))
+    yield* Console.log(text)
     return new ExitCode(0)
   })
 ).pipe(

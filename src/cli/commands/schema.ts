@@ -2,6 +2,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as path from "node:path"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { loadAllPlugins } from "../../registry/all-plugins.js"
@@ -10,6 +11,7 @@ import { configJsonSchema } from "../../config/json-schema.js"
 import { fileProblem } from "../../config/read-file.js"
 import { ConfigError } from "../../core/errors.js"
 import { configFailure, ExitCode } from "../exit.js"
+import { printLines } from "../terminal.js"
 
 const configOption = Options.file("config", { exists: "yes" }).pipe(
   Options.withAlias("c"),
@@ -42,12 +44,12 @@ export const schemaCommand = Command.make("schema", { config: configOption, outp
     if (plugins._tag === "Left") return yield* configFailure([plugins.left])
     const text = `${JSON.stringify(configJsonSchema(plugins.right), null, 2)}\n`
     if (Option.isNone(output)) {
-      yield* Effect.sync(() => void process.stdout.write(text))
+      yield* printLines("stdout", text)
       return new ExitCode(0)
     }
     const written = yield* Effect.either(writeFile(output.value, text))
     if (written._tag === "Left") return yield* configFailure([written.left])
-    yield* Effect.sync(() => void process.stderr.write(`Wrote ${path.normalize(output.value)}\n`))
+    yield* Console.error(`Wrote ${path.normalize(output.value)}`)
     return new ExitCode(0)
   })
 ).pipe(

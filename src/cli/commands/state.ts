@@ -1,6 +1,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -53,8 +54,7 @@ const scopeOf = (
     return { config, exportNames: Option.isSome(only) ? [only.value] : known, location, exists }
   })
 
-const out = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
-const printJson = (value: unknown) => out(JSON.stringify(value, null, 2))
+const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 
 /** Runs a subcommand: errors go to stderr with the usual exit code, the store is opened only when asked for. */
 const runState = <R>(body: Effect.Effect<void, RivetError | ReadonlyArray<RivetError>, R>) =>
@@ -88,8 +88,8 @@ const showCommand = Command.make(
         const summaries = scope.exportNames.flatMap((name) => byName.get(name) ?? [])
         if (json) return yield* printJson(summariesJson(summaries))
         yield* summaries.length === 0
-          ? out(`No state recorded yet for ${config}. Run \`rivet run -c ${config}\` first.`)
-          : out(renderSummaries(summaries))
+          ? Console.log(`No state recorded yet for ${config}. Run \`rivet run -c ${config}\` first.`)
+          : Console.log(renderSummaries(summaries))
       })
     )
 ).pipe(
@@ -125,7 +125,7 @@ const filesCommand = Command.make(
           .sort((a, b) => (a.committedAt < b.committedAt ? 1 : a.committedAt > b.committedAt ? -1 : 0))
           .slice(0, limit)
         if (json) return yield* printJson(filesJson(parts))
-        yield* parts.length === 0 ? out("No files recorded yet.") : out(renderFiles(parts))
+        yield* parts.length === 0 ? Console.log("No files recorded yet.") : Console.log(renderFiles(parts))
       })
     )
 ).pipe(
@@ -152,7 +152,7 @@ const resetCommand = Command.make(
         const result = scope.exists
           ? yield* withStore(scope, Effect.flatMap(StateStore, (store) => store.reset(exportName)))
           : { cursor: false, abandonedRuns: 0 }
-        yield* out(renderReset(exportName, result))
+        yield* Console.log(renderReset(exportName, result))
       })
     )
 ).pipe(

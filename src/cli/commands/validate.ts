@@ -1,5 +1,6 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { validateConfigFile } from "../../registry/load-config.js"
@@ -32,8 +33,6 @@ const jsonOption = Options.boolean("json").pipe(
   Options.withDescription("Print a JSON report on stdout: { ok, strict, exports: [{ export, status, findings, … }] }.")
 )
 
-const out = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
-
 /** `rivet validate -c export.yaml [-e name]… [--run id]… [--strict] [--json]` — checks what each export's destination holds. */
 export const validateCommand = Command.make(
   "validate",
@@ -59,12 +58,12 @@ export const validateCommand = Command.make(
       }
       const errors = validationErrors(results.right)
       if (json) {
-        yield* out(JSON.stringify(jsonReport(results.right, strict), null, 2))
+        yield* Console.log(JSON.stringify(jsonReport(results.right, strict), null, 2))
       } else {
         for (const result of results.right) {
-          if (result._tag === "validated") yield* out(renderValidation(result.validation).join("\n"))
+          if (result._tag === "validated") yield* Console.log(renderValidation(result.validation).join("\n"))
         }
-        yield* out(renderSummary(results.right))
+        yield* Console.log(renderSummary(results.right))
       }
       // Errors that stopped a check (unreachable destination, no permission) go to stderr; findings were printed.
       yield* printErrors(results.right.flatMap((result) => (result._tag === "error" ? [result.error] : [])))

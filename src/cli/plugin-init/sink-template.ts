@@ -1,6 +1,7 @@
 /**
  * `rivet plugin init --kind sink`: the folder sink of docs/plugin-authoring.md (files renamed into place when
  * complete) and its conformance test. For `type: folder` the files are test/testing/folder-sink-guide.test.ts's.
+ * The generated package uses node:fs: it has Rivet and Effect as its only peers, not @effect/platform.
  */
 
 /** The spellings of the plugin type in identifiers: `my-store` → `MyStore`, `myStore`. */

