@@ -9,6 +9,20 @@ const shortText = (text: string): string => (text.length > 60 ? `${text.slice(0,
 const textOf = (data: Uint8Array, start: number, end: number): string => new TextDecoder().decode(data.subarray(start, end))
 
 /**
+ * Multiplies the limbs at `out[at…]` by 10 and adds `digit`; false when the value no longer fits. Every step stays
+ * below 2^36, exact in a double.
+ */
+const pushDigit = (out: Uint32Array, at: number, limbs: number, digit: number): boolean => {
+  let carry = digit
+  for (let l = 0; l < limbs; l++) {
+    const next = out[at + l]! * 10 + carry
+    out[at + l] = next >>> 0
+    carry = Math.floor(next / 4294967296)
+  }
+  return carry === 0
+}
+
+/**
  * Parses `data[start, end)` at `scale` into `limbs` little-endian Uint32 limbs at `out[at…]`, checking that the
  * value has at most `precision` digits. Extra fraction digits are accepted only when they are zeros: anything
  * else would silently round. Returns a message when the text is not a decimal that fits, else undefined.
@@ -30,16 +44,6 @@ export const parseDecimal = (
   let significant = 0
   let fraction = -1
   let digits = 0
-  // Multiplies the limbs by 10 and adds `digit`; every step stays below 2^36, exact in a double.
-  const push = (digit: number): boolean => {
-    let carry = digit
-    for (let l = 0; l < limbs; l++) {
-      const next = out[at + l]! * 10 + carry
-      out[at + l] = next >>> 0
-      carry = Math.floor(next / 4294967296)
-    }
-    return carry === 0
-  }
   for (; i < end; i++) {
     const code = data[i]!
     if (code === 46 && fraction < 0) {
@@ -62,11 +66,11 @@ export const parseDecimal = (
       significant++
       if (significant + scale > precision) break
     }
-    if (!push(code - 48)) return tooWide(data, start, end, precision, scale)
+    if (!pushDigit(out, at, limbs, code - 48)) return tooWide(data, start, end, precision, scale)
   }
   if (digits === 0) return `expected decimal text such as -12.30, got ${JSON.stringify(shortText(textOf(data, start, end)))}`
   if (significant + scale > precision) return tooWide(data, start, end, precision, scale)
-  for (let pad = Math.max(fraction, 0); pad < scale; pad++) if (!push(0)) return tooWide(data, start, end, precision, scale)
+  for (let pad = Math.max(fraction, 0); pad < scale; pad++) if (!pushDigit(out, at, limbs, 0)) return tooWide(data, start, end, precision, scale)
   if (negative) {
     let carry = 1
     for (let l = 0; l < limbs; l++) {
