@@ -9,6 +9,7 @@ import type { RenderDialect, RenderedChunk, RenderedOrBatches, SourceQuery } fro
 import { copyFailure, type CopyOut, copyOut } from "./copy-stream.js"
 import { csvCopyStatement } from "./csv-sql.js"
 import { connectionClosed, type ErrorContext } from "./errors.js"
+import { queryPieces, readPieces } from "./pieces.js"
 import { openCopy, planStatement } from "./result.js"
 import { attemptOn, connectionLost, openSession, type SessionSettings } from "./session.js"
 import { renderForDisplay, renderStatement, stripTerminator } from "./statement.js"
@@ -135,10 +136,12 @@ export const openRendered = (
     const statement = renderStatement(query)
     const connection = yield* openSession(pool, settings, context)
     const { plans, schema } = yield* planStatement(connection, query, statement, context)
-    const text = dialect === "csv" ? csvStatement(query, schema) : undefined
-    if (text === undefined) {
+    if (dialect !== "csv" || csvStatement(query, schema) === undefined) {
       const batches = yield* openCopy(connection, query, plans, schema, context)
       return { _tag: "Batches", result: { schema, batches } }
     }
-    return { _tag: "Rendered", schema, chunks: yield* copyChunks(connection, text, query.batchSize, context) }
+    const chunks = yield* readPieces(queryPieces(query, schema), (piece) =>
+      copyChunks(connection, csvStatement(piece, schema)!, query.batchSize, context)
+    )
+    return { _tag: "Rendered", schema, chunks }
   })

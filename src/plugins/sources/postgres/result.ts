@@ -8,12 +8,13 @@ import type { SourceError } from "../../../core/errors.js"
 import type { SourceQuery, SourceResult } from "../../../core/plugin.js"
 import { attributeKey, type CatalogInfo, type DescribedColumn, loadCatalog } from "./catalog.js"
 import { BinaryCopyDecoder, TruncatedCopy } from "./binary-copy.js"
-import { columnFailure, fieldReader } from "./binary-fields.js"
+import { columnFailure, type FieldReader, fieldReader, type FieldSink } from "./binary-fields.js"
 import { copyFailure, type CopyOut, copyOut } from "./copy-stream.js"
 import { DecodeFailure } from "./decode.js"
 import { connectionClosed, type ErrorContext, sourceError } from "./errors.js"
 import { attemptOn, connectionLost, openSession, type SessionSettings } from "./session.js"
 import { copyStatement, renderInline, renderStatement, type Statement } from "./statement.js"
+import { queryPieces, readPieces } from "./pieces.js"
 import { type ColumnPlan, planColumn, type Problem, resolveShape } from "./types.js"
 
 const problemsError = (context: ErrorContext, problems: ReadonlyArray<{ column: string; problem: Problem }>) =>
@@ -119,15 +120,37 @@ const readFailure = (connection: postgres.TransactionSql, context: ErrorContext,
   })
 }
 
+/** The query's batches, read by one COPY per piece of the query (pieces.ts), one after the other. */
 export const openCopy = (
   connection: postgres.TransactionSql,
   query: SourceQuery,
   plans: ReadonlyArray<ColumnPlan>,
   schema: BatchSchema,
   context: ErrorContext
+): Effect.Effect<Stream.Stream<Batch, SourceError>, SourceError, Scope.Scope> => {
+  const readers = plans.map(fieldReader)
+  // One set of sinks for every piece: each piece's first batch starts with buffers sized from the batch before.
+  let sinks: Array<FieldSink> | undefined
+  const reusedSinks = (capacity: number): Array<FieldSink> => {
+    if (sinks === undefined) sinks = readers.map((reader) => reader.make(capacity))
+    else for (const sink of sinks) sink.reset()
+    return sinks
+  }
+  return readPieces(queryPieces(query, schema), (piece) =>
+    copyBatches(connection, piece, plans, readers, reusedSinks, schema, context)
+  )
+}
+
+const copyBatches = (
+  connection: postgres.TransactionSql,
+  query: SourceQuery,
+  plans: ReadonlyArray<ColumnPlan>,
+  readers: ReadonlyArray<FieldReader>,
+  sinks: (capacity: number) => Array<FieldSink>,
+  schema: BatchSchema,
+  context: ErrorContext
 ): Effect.Effect<Stream.Stream<Batch, SourceError>, SourceError, Scope.Scope> =>
   Effect.gen(function* () {
-    const readers = plans.map(fieldReader)
     const text = copyStatement(renderInline(query), readers.map((reader) => reader.rendered))
     const ready: Array<Batch> = []
     // Chunks (and so batches) may arrive before `copyOut` returns.
@@ -139,7 +162,7 @@ export const openCopy = (
       waiting?.()
     }
     const decoder = new BinaryCopyDecoder({
-      sinks: (capacity) => readers.map((reader) => reader.make(capacity)),
+      sinks,
       batchRows: Math.max(1, query.batchSize),
       onBatch: (columns) => {
         ready.push(batchFromColumns(schema, columns))

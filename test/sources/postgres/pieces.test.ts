@@ -1,0 +1,69 @@
+import { describe, expect, it } from "@effect/vitest"
+import type { BatchSchema, LogicalType } from "../../../src/core/batch.js"
+import type { RowFilter, SourceQuery } from "../../../src/core/plugin.js"
+import { queryPieces } from "../../../src/plugins/sources/postgres/pieces.js"
+
+const schemaOf = (id: LogicalType): BatchSchema => ({
+  columns: [
+    { name: "id", type: id },
+    { name: "label", type: { kind: "string" } }
+  ]
+})
+const INT8 = schemaOf({ kind: "int64" })
+
+const chunk = (low: string, high: string, extra: Partial<SourceQuery> = {}): SourceQuery => ({
+  exportName: "e",
+  sql: "select * from t",
+  where: [{ _tag: "Between", column: "id", low, high }],
+  batchSize: 10_000,
+  columnTypes: new Map(),
+  ...extra
+})
+
+const ranges = (pieces: ReadonlyArray<SourceQuery>) =>
+  pieces.map((piece) => {
+    const range = piece.where!.find((filter) => filter._tag === "Between") as Extract<RowFilter, { _tag: "Between" }>
+    return [range.low, range.high]
+  })
+
+describe("a chunk read in pieces", () => {
+  it("splits an integer chunk into contiguous ranges of batch_size keys, in order, the last one cut at the bound", () => {
+    expect(ranges(queryPieces(chunk("1", "35000"), INT8))).toEqual([
+      ["1", "10000"],
+      ["10001", "20000"],
+      ["20001", "30000"],
+      ["30001", "35000"]
+    ])
+  })
+
+  it("keeps the other filters, in their places, and an order by the chunk column", () => {
+    const others: ReadonlyArray<RowFilter> = [
+      { _tag: "AtMost", column: "id", value: "99999" },
+      { _tag: "Between", column: "id", low: "-20000", high: "-1" },
+      { _tag: "IsNull", column: "label" }
+    ]
+    const pieces = queryPieces(chunk("", "", { where: others, orderBy: ["id"] }), INT8)
+    expect(pieces).toHaveLength(2)
+    expect(pieces[1]!.where).toEqual([others[0], { _tag: "Between", column: "id", low: "-10000", high: "-1" }, others[2]])
+    expect(pieces[1]!.orderBy).toEqual(["id"])
+  })
+
+  it("never makes more than 64 pieces, and keeps exact 64-bit bounds", () => {
+    const wide = queryPieces(chunk("-9223372036854775808", "9223372036854775807", { batchSize: 100 }), INT8)
+    expect(wide).toHaveLength(64)
+    const bounds = ranges(wide)
+    expect(bounds[0]![0]).toBe("-9223372036854775808")
+    expect(bounds.at(-1)![1]).toBe("9223372036854775807")
+    for (let i = 1; i < bounds.length; i++) expect(BigInt(bounds[i]![0]!)).toBe(BigInt(bounds[i - 1]![1]!) + 1n)
+  })
+
+  it("leaves one query for a chunk within one piece, a LIMIT, another order, a non-integer key or no range", () => {
+    const one = (query: SourceQuery, schema = INT8) => expect(queryPieces(query, schema)).toEqual([query])
+    one(chunk("1", "10000"))
+    one(chunk("1", "35000", { limit: 5 }))
+    one(chunk("1", "35000", { orderBy: ["label"] }))
+    one(chunk("1", "35000"), schemaOf({ kind: "decimal", precision: 20, scale: 0 }))
+    one(chunk("2026-01-01", "2026-12-31"), schemaOf({ kind: "date" }))
+    one({ ...chunk("1", "2"), where: [{ _tag: "IsNull", column: "id" }] })
+  })
+})
