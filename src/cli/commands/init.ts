@@ -127,7 +127,7 @@ export const initCommand = Command.make(
       } else {
         yield* writeConfig(file, text, force)
         yield* Console.log(
-          `Wrote ${file}: ${plan.summary.length} export(s)\n${lines.join("\n")}\n` + `Next: rivet check -c ${file} && rivet run -c ${file}`
+          `Wrote ${file}: ${plan.summary.length} export(s)\n${lines.join("\n")}\nNext: rivet check -c ${file} && rivet run -c ${file}`
         )
       }
       return new ExitCode(0)

@@ -29,9 +29,6 @@ export const AnyRivetError = Schema.Union(
   SchemaDriftError
 )
 
-/** A RivetError as plain data (`_tag` and fields). */
-export type EncodedError = typeof AnyRivetError.Encoded
-
 const laneFailure = (exportName: string, message: string, defect?: unknown): PluginError =>
   new PluginError({
     plugin: "rivet",

@@ -5,7 +5,7 @@ import { startS3Server, type S3TestServer } from "./server.js"
 
 /** The loopback S3 server as a scoped service: started with its buckets when the layer is built, stopped with it. */
 export class S3Server extends Context.Tag("test/support/s3/S3Server")<S3Server, S3TestServer>() {
-  static readonly layer = (options: { readonly buckets: ReadonlyArray<string> } & Parameters<typeof startS3Server>[0]) =>
+  static readonly layer = (options: { readonly buckets: ReadonlyArray<string> } & NonNullable<Parameters<typeof startS3Server>[0]>) =>
     Layer.scoped(
       S3Server,
       Effect.acquireRelease(

@@ -31,8 +31,9 @@ export const queryPieces = (query: SourceQuery, schema: BatchSchema): ReadonlyAr
   const low = BigInt(range.low)
   const high = BigInt(range.high)
   const span = high - low + 1n
-  const pieces = BigInt(MAX_PIECES)
-  const width = [BigInt(Math.max(1, query.batchSize)), (span + pieces - 1n) / pieces].reduce((a, b) => (a > b ? a : b))
+  const batch = BigInt(Math.max(1, query.batchSize))
+  const fewest = (span + BigInt(MAX_PIECES) - 1n) / BigInt(MAX_PIECES)
+  const width = batch > fewest ? batch : fewest
   if (span <= width) return [query]
   const queries: Array<SourceQuery> = []
   for (let from = low; from <= high; from += width) {
@@ -48,9 +49,9 @@ export const queryPieces = (query: SourceQuery, schema: BatchSchema): ReadonlyAr
  * of them each opened when the one before has ended, in a scope that closes with its stream (its COPY done, or
  * cancelled when the reading stops early).
  */
-export const readPieces = <A, E>(
-  pieces: ReadonlyArray<SourceQuery>,
-  open: (piece: SourceQuery) => Effect.Effect<Stream.Stream<A, E>, E, Scope.Scope>
+export const readPieces = <P, A, E>(
+  pieces: ReadonlyArray<P>,
+  open: (piece: P) => Effect.Effect<Stream.Stream<A, E>, E, Scope.Scope>
 ): Effect.Effect<Stream.Stream<A, E>, E, Scope.Scope> =>
   pieces.length === 1
     ? open(pieces[0]!)

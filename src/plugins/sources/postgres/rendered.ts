@@ -136,12 +136,11 @@ export const openRendered = (
     const statement = renderStatement(query)
     const connection = yield* openSession(pool, settings, context)
     const { plans, schema } = yield* planStatement(connection, query, statement, context)
-    if (dialect !== "csv" || csvStatement(query, schema) === undefined) {
+    const texts = dialect === "csv" ? queryPieces(query, schema).map((piece) => csvStatement(piece, schema)) : []
+    if (texts.length === 0 || !texts.every((text) => text !== undefined)) {
       const batches = yield* openCopy(connection, query, plans, schema, context)
       return { _tag: "Batches", result: { schema, batches } }
     }
-    const chunks = yield* readPieces(queryPieces(query, schema), (piece) =>
-      copyChunks(connection, csvStatement(piece, schema)!, query.batchSize, context)
-    )
+    const chunks = yield* readPieces(texts, (text) => copyChunks(connection, text, query.batchSize, context))
     return { _tag: "Rendered", schema, chunks }
   })

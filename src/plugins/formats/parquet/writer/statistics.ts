@@ -153,29 +153,22 @@ export const boolMinMax = (): MinMax => {
   }
 }
 
-const compareBytes = (a: Uint8Array, aFrom: number, aTo: number, b: Uint8Array, bFrom: number, bTo: number): number => {
-  const length = Math.min(aTo - aFrom, bTo - bFrom)
-  for (let k = 0; k < length; k++) {
-    const difference = a[aFrom + k]! - b[bFrom + k]!
-    if (difference !== 0) return difference
-  }
-  return aTo - aFrom - (bTo - bFrom)
-}
+const viewOf = (bytes: Uint8Array): DataView => new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 
 /**
- * `compareBytes` of two ranges of one buffer, four bytes at a time (big-endian words order as bytes do): values
- * of a column often share a long prefix (`customer 17`, `customer 18`).
+ * Unsigned bytewise order of `a[aFrom…aTo)` and `b[bFrom…bTo)`, four bytes at a time (big-endian words order as
+ * bytes do): values of a column often share a long prefix (`customer 17`, `customer 18`).
  */
-const compareWithin = (view: DataView, aFrom: number, aTo: number, bFrom: number, bTo: number): number => {
+const compareBytes = (a: DataView, aFrom: number, aTo: number, b: DataView, bFrom: number, bTo: number): number => {
   const length = Math.min(aTo - aFrom, bTo - bFrom)
   let k = 0
   for (; k + 4 <= length; k += 4) {
-    const a = view.getUint32(aFrom + k)
-    const b = view.getUint32(bFrom + k)
-    if (a !== b) return a < b ? -1 : 1
+    const x = a.getUint32(aFrom + k)
+    const y = b.getUint32(bFrom + k)
+    if (x !== y) return x < y ? -1 : 1
   }
   for (; k < length; k++) {
-    const difference = view.getUint8(aFrom + k) - view.getUint8(bFrom + k)
+    const difference = a.getUint8(aFrom + k) - b.getUint8(bFrom + k)
     if (difference !== 0) return difference
   }
   return aTo - aFrom - (bTo - bFrom)
@@ -189,7 +182,7 @@ export const bytesMinMax = (): MinMax => {
     add: (data, _words, from, to) => {
       if (data.layout !== "binary" && data.layout !== "fixed") throw new Error(`byte statistics of a ${data.layout} column`)
       const source = data.data
-      const view = new DataView(source.buffer, source.byteOffset, source.byteLength)
+      const view = viewOf(source)
       const validity = data.validity
       const offsets = data.layout === "binary" ? data.offsets : undefined
       const width = data.layout === "fixed" ? data.width : 0
@@ -205,17 +198,17 @@ export const bytesMinMax = (): MinMax => {
         if (minStart < 0) {
           minStart = maxStart = start
           minEnd = maxEnd = end
-        } else if (compareWithin(view, start, end, minStart, minEnd) < 0) {
+        } else if (compareBytes(view, start, end, view, minStart, minEnd) < 0) {
           minStart = start
           minEnd = end
-        } else if (compareWithin(view, start, end, maxStart, maxEnd) > 0) {
+        } else if (compareBytes(view, start, end, view, maxStart, maxEnd) > 0) {
           maxStart = start
           maxEnd = end
         }
       }
       if (minStart < 0) return
-      if (min === undefined || compareBytes(source, minStart, minEnd, min, 0, min.length) < 0) min = source.slice(minStart, minEnd)
-      if (max === undefined || compareBytes(source, maxStart, maxEnd, max, 0, max.length) > 0) max = source.slice(maxStart, maxEnd)
+      if (min === undefined || compareBytes(view, minStart, minEnd, viewOf(min), 0, min.length) < 0) min = source.slice(minStart, minEnd)
+      if (max === undefined || compareBytes(view, maxStart, maxEnd, viewOf(max), 0, max.length) > 0) max = source.slice(maxStart, maxEnd)
     },
     result: () => (min === undefined || max === undefined ? {} : shortened(min, max))
   }
