@@ -1,7 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import type { BatchSchema, LogicalType } from "../../../src/core/batch.js"
-import type { RowFilter, SourceQuery } from "../../../src/core/plugin.js"
+import { type RowFilter, SourceDriver, type SourceQuery } from "../../../src/core/plugin.js"
 import { queryPieces } from "../../../src/plugins/sources/postgres/pieces.js"
+import { query, readAll, rowsOf, testSource } from "./support.js"
 
 const schemaOf = (id: LogicalType): BatchSchema => ({
   columns: [
@@ -66,4 +70,39 @@ describe("a chunk read in pieces", () => {
     one(chunk("2026-01-01", "2026-12-31"), schemaOf({ kind: "date" }))
     one({ ...chunk("1", "2"), where: [{ _tag: "IsNull", column: "id" }] })
   })
+})
+
+describe("a chunk read in pieces from PostgreSQL", () => {
+  // Even keys 2…100 and batch_size 10: pieces of 10 keys hold 5 rows each, so every piece ends its own batch —
+  // 10 batches of 5 rows, where one COPY of the chunk would give 5 batches of 10.
+  const sparse = (extra: Partial<SourceQuery> = {}): SourceQuery => ({
+    ...query("select i * 2 as id, 'row ' || i as label from generate_series(1, 50) as i", { batchSize: 10 }),
+    where: [{ _tag: "Between", column: "id", low: "1", high: "100" }],
+    ...extra
+  })
+
+  it.effect("reads every piece in key order, each ending its own batch", () =>
+    Effect.gen(function* () {
+      const { batches } = yield* readAll(sparse())
+      expect(batches.map((batch) => batch.rowCount)).toEqual(Array<number>(10).fill(5))
+      expect(rowsOf(batches).map((row) => row["id"])).toEqual(Array.from({ length: 50 }, (_, i) => (i + 1) * 2))
+      expect(rowsOf(batches).at(-1)!["label"]).toBe("row 50")
+    }).pipe(Effect.provide(testSource()))
+  )
+
+  it.effect("rendered CSV of a chunk read in pieces has every row once, in key order", () =>
+    Effect.gen(function* () {
+      const opened = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const driver = yield* SourceDriver
+          const rendered = yield* driver.openRendered!(sparse(), "csv")
+          if (rendered._tag !== "Rendered") return []
+          return Chunk.toReadonlyArray(yield* Stream.runCollect(rendered.chunks))
+        })
+      )
+      const text = Buffer.concat(opened.map((chunk) => chunk.bytes)).toString("utf8")
+      expect(text).toBe(Array.from({ length: 50 }, (_, i) => `${(i + 1) * 2},row ${i + 1}\n`).join(""))
+      expect(opened.reduce((sum, chunk) => sum + chunk.rows, 0)).toBe(50)
+    }).pipe(Effect.provide(testSource()))
+  )
 })
