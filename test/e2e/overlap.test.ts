@@ -433,8 +433,8 @@ describe("overlapping runs of one export (S3)", () => {
     const destination = JSON.stringify({ type: "s3", bucket: "overlap", prefix: "inc/", region: server.region, endpoint: server.endpoint })
     const config = configWith("overlap_s3", "mode: incremental, cursor_column: id", destination)
     const env = serverEnv(server)
-    // The stall must outlast the start of the overlapping run (a CLI process: several seconds on a loaded machine,
-    // where a 4 s stall ended first and the second run then rightly ran), and stay below the S3 client's timeout.
+    // The stall must outlast the start of the overlapping run (a CLI process: several seconds on a loaded machine),
+    // so it ends when that run has refused, and at the latest below the S3 client's timeout.
     server.faults.add({ operation: "PutObject", keyPattern: /_SUCCESS$/, respond: { stallMs: 15_000 }, times: 1 })
     const b = start(["run", "-c", config], env)
     try {
@@ -445,6 +445,8 @@ describe("overlapping runs of one export (S3)", () => {
       const a = await runCli(["run", "-c", config], { env })
       expect(a.code, a.stderr).toBe(2)
       expect(a.stderr).toContain("export 'overlap_s3' is being run by run 'overlap_s3_")
+      expect(b.done()).toBe(false)
+      server.releaseStalls()
       expect(await b.exited, b.stderr()).toBe(0)
       const first = await s3Published(server)
       const again = await runCli(["run", "-c", config], { env })

@@ -44,6 +44,8 @@ export interface S3TestServer {
    * `at` is the arrival time (Date.now()); `fault` the {@link faultKind} injected into the request, if any.
    */
   requests(): ReadonlyArray<LoggedRequest>
+  /** Ends every stall now: the stalled requests go on as if their `stallMs` had passed. */
+  releaseStalls(): void
   stop(): Promise<void>
 }
 
@@ -125,6 +127,9 @@ export async function startS3Server(options?: {
       injectedByKind: () => faults.injectedByKind()
     },
     requests: () => log.map((e) => ({ ...e })),
+    releaseStalls: () => {
+      for (const wake of stalls) wake()
+    },
     stop: async () => {
       for (const wake of stalls) wake()
       await stopServer(front)
