@@ -57,6 +57,7 @@ export const jsonProgress: Layer.Layer<ProgressReporter> = Layer.succeed(Progres
       bytes: progress.bytes,
       parts: progress.parts,
       retries: progress.retries,
+      estimated_rows: progress.estimatedRows ?? null,
       elapsed_ms: Date.now() - progress.startedAt,
       ...(progress.units ? { [`${progress.units.label}_done`]: progress.units.done, [`${progress.units.label}_total`]: progress.units.total } : {})
     }),

@@ -11,6 +11,11 @@ export interface ExportProgress {
   bytes: number
   parts: number
   retries: number
+  /**
+   * The rows the export is expected to write, from the source's statistics (what `rivet plan` shows as
+   * `estimated_rows`); undefined when the source cannot tell or the estimate failed. Known from `started` on.
+   */
+  readonly estimatedRows?: number | undefined
   /** Chunked and keyset runs: chunks or pages done so far, and the planned total when known. */
   units?: { done: number; readonly total?: number | undefined; readonly label: "chunks" | "pages" }
 }

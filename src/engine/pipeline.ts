@@ -19,6 +19,7 @@ import {
 } from "../core/manifest.js"
 import { chunkRunnerFor, type LaneSettings } from "./lanes/runner.js"
 import { prepareMode } from "./modes/prepare.js"
+import { progressEstimate } from "./modes/planning.js"
 import type { ExportContext } from "./modes/context.js"
 import { openJournal } from "./modes/journal.js"
 import type { ModeOutcome, PreparedMode, RunJournal } from "./modes/mode.js"
@@ -165,7 +166,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   const reporter = yield* ProgressReporter
   for (const notice of spec.notices ?? []) yield* reporter.notice(spec.name, `${notice.path}: ${notice.message}`)
   const now = yield* dateReader
-  const progress: ExportProgress = {
+  const progress: { -readonly [K in keyof ExportProgress]: ExportProgress[K] } = {
     exportName: spec.name,
     startedAt: now().getTime(),
     rows: 0,
@@ -211,6 +212,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   if (options.plan) yield* checkPlannedExport(ctx, prepared, options.plan)
   const journal = yield* openJournal(ctx, prepared, options.resume ?? false)
   yield* lease.attach(journal.runId)
+  progress.estimatedRows = yield* progressEstimate(prepared, options.plan)
 
   const totals = (parts: ReadonlyArray<PartRecord>) => ({
     rows: parts.reduce((sum, part) => sum + part.rows, 0),

@@ -217,6 +217,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
     checkpointed: mode.checkpoint,
     fingerprint,
     plan,
+    estimate: () => estimateOf(ctx, base),
     execute
   } satisfies PreparedMode
 })

@@ -158,5 +158,6 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
       return { parts, unrecorded, schema, sourceRows, partStem: pageRunStem(spec.name, journal.startedAt), statements }
     })
 
-  return { checkpointed: mode.checkpoint, fingerprint, plan, execute } satisfies PreparedMode
+  const estimate = () => estimateOf(ctx, base)
+  return { checkpointed: mode.checkpoint, fingerprint, plan, estimate, execute } satisfies PreparedMode
 })

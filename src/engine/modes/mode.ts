@@ -41,6 +41,8 @@ export interface PreparedMode {
   readonly fingerprint: string
   /** What a run would do, reading only the source's catalog and bounds — nothing is written (`rivet plan`). */
   readonly plan: Effect.Effect<ModePlan, RivetError>
+  /** The source's row estimate for the run (for progress); null when the source cannot tell. */
+  readonly estimate: (plan?: ModePlan) => Effect.Effect<number | null, RivetError>
   /**
    * Runs the export. Given a plan (already checked against the config), runs exactly its units: its chunk ranges,
    * cursor and window bounds, rather than computing them again.

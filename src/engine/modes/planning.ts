@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import type { BatchSchema } from "../../core/batch.js"
 import type { ConfigError, SourceError } from "../../core/errors.js"
+import type { PreparedMode } from "./mode.js"
 import { schemaEntries } from "../../core/manifest.js"
 import type { ModePlan } from "../plan/model.js"
 import type { SourceQuery } from "../../core/plugin.js"
@@ -18,6 +19,19 @@ export const estimateOf = (ctx: ExportContext, query: SourceQuery): Effect.Effec
   ctx.source.estimateRows
     ? Effect.map(ctx.source.estimateRows(query), (rows) => rows ?? null)
     : Effect.succeed(null)
+
+/**
+ * The row estimate a run's progress shows: the plan's when the run follows one, else the source's. Only a hint: a
+ * source that fails, throws or takes more than 5 seconds to tell leaves it undefined and the run goes on.
+ */
+export const progressEstimate = (prepared: PreparedMode, plan?: ModePlan): Effect.Effect<number | undefined> =>
+  typeof plan?.estimated_rows === "number"
+    ? Effect.succeed(plan.estimated_rows)
+    : prepared.estimate(plan).pipe(
+        Effect.timeout("5 seconds"),
+        Effect.map((rows) => rows ?? undefined),
+        Effect.catchAllCause(() => Effect.succeed(undefined))
+      )
 
 /** The fields of a plan that every mode fills the same way. */
 export const planHeader = (

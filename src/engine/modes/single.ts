@@ -44,6 +44,7 @@ const singleRun = (ctx: ExportContext, setup: SingleSetup): PreparedMode => ({
       naming: partNamePattern("single", ctx.spec.name, ctx.format.extension, ctx.spec.maxFileSize !== undefined)
     }
   }),
+  estimate: (plan?: ModePlan) => estimateOf(ctx, setup.queryOf(plan)),
   execute: (journal: RunJournal, plan?: ModePlan) =>
     Effect.gen(function* () {
       let openedAt: Date | undefined
