@@ -3,21 +3,24 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { PartRecord } from "./manifest.js"
 
-/** Live counters of one running export, updated by the pipeline and read by reporters. */
+/**
+ * Where one running export stands, as a snapshot: what its successful units wrote plus what its running units have
+ * written so far (a unit that fails and is read again is never counted twice). Reporters get a new one each time.
+ */
 export interface ExportProgress {
   readonly exportName: string
   readonly startedAt: number
-  rows: number
-  bytes: number
-  parts: number
-  retries: number
+  readonly rows: number
+  readonly bytes: number
+  readonly parts: number
+  readonly retries: number
   /**
    * The rows the export is expected to write, from the source's statistics (what `rivet plan` shows as
    * `estimated_rows`); undefined when the source cannot tell or the estimate failed. Known from `started` on.
    */
   readonly estimatedRows?: number | undefined
   /** Chunked and keyset runs: chunks or pages done so far, and the planned total when known. */
-  units?: { done: number; readonly total?: number | undefined; readonly label: "chunks" | "pages" }
+  readonly units?: { readonly done: number; readonly total?: number | undefined; readonly label: "chunks" | "pages" } | undefined
 }
 
 /** How one export ended, as reported to `ProgressReporter.finished` (and printed by the CLI's summary). */

@@ -27,11 +27,17 @@ const isRetryable = (error: unknown): boolean =>
 export const withRetry = <A, E, R>(
   operation: Effect.Effect<A, E, R>,
   policy: RetryPolicy,
-  onRetry: (error: E) => void,
+  onRetry: (error: E) => Effect.Effect<void> | void,
   retryable: (error: E) => boolean = isRetryable
 ): Effect.Effect<A, E, R> =>
   Effect.retry(
-    Effect.tapError(operation, (error) => Effect.sync(() => retryable(error) && onRetry(error))),
+    Effect.tapError(operation, (error) =>
+      Effect.suspend(() => {
+        if (!retryable(error)) return Effect.void
+        const counted = onRetry(error)
+        return Effect.isEffect(counted) ? counted : Effect.void
+      })
+    ),
     {
       schedule: Schedule.exponential(policy.initialDelay, 2).pipe(
         Schedule.jittered,

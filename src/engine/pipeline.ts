@@ -1,6 +1,7 @@
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { type CursorState, StateStore } from "../state/store.js"
@@ -29,7 +30,9 @@ import type { ModePlan } from "./plan/model.js"
 import { checkPlannedExport } from "./plan/verify.js"
 import { QualityGates } from "./quality/gates.js"
 import { FormatDriver, SinkDriver, SourceDriver } from "../core/plugin.js"
-import { type ExportProgress, ProgressReporter } from "../core/progress.js"
+import { ProgressReporter } from "../core/progress.js"
+import { makeLiveProgress } from "./live-progress.js"
+import { exportDuration } from "./telemetry/metrics.js"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, withRetry } from "../core/retry.js"
 import { cleanUpRunUploads, UploadLedger } from "./upload-cleanup.js"
 
@@ -140,9 +143,7 @@ const verifyOwnManifest = (ctx: ExportContext, runId: string, written: Uint8Arra
     const { read } = ctx.sink
     if (read === undefined) return
     const keys = markerKeys(ctx.spec.name, ctx.spec.sharedDestination === true)
-    const chunks = yield* withRetry(Stream.runCollect(read(keys.manifest)), ctx.retry, () => {
-      ctx.progress.retries++
-    })
+    const chunks = yield* withRetry(Stream.runCollect(read(keys.manifest)), ctx.retry, () => ctx.progress.retried)
     const bytes = Buffer.concat([...chunks])
     if (sha256Hex(bytes) === sha256Hex(written)) return
     const found = yield* Effect.try(() => JSON.parse(bytes.toString("utf8")) as { run_id?: unknown }).pipe(
@@ -164,16 +165,11 @@ const verifyOwnManifest = (ctx: ExportContext, runId: string, written: Uint8Arra
  */
 export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: ExportConfig, options: RunOptions) {
   const reporter = yield* ProgressReporter
+  yield* Effect.annotateCurrentSpan({ "rivet.export": spec.name, "rivet.mode": spec.mode.kind })
   for (const notice of spec.notices ?? []) yield* reporter.notice(spec.name, `${notice.path}: ${notice.message}`)
   const now = yield* dateReader
-  const progress: { -readonly [K in keyof ExportProgress]: ExportProgress[K] } = {
-    exportName: spec.name,
-    startedAt: now().getTime(),
-    rows: 0,
-    bytes: 0,
-    parts: 0,
-    retries: 0
-  }
+  const startedAt = now().getTime()
+  const progress = yield* makeLiveProgress(spec.name, startedAt)
   const state = yield* StateStore
   const keys = markerKeys(spec.name, spec.sharedDestination === true)
   // Taken before anything reads the cursor, the destination or the source: one run per export at a time.
@@ -212,7 +208,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   if (options.plan) yield* checkPlannedExport(ctx, prepared, options.plan)
   const journal = yield* openJournal(ctx, prepared, options.resume ?? false)
   yield* lease.attach(journal.runId)
-  progress.estimatedRows = yield* progressEstimate(prepared, options.plan)
+  yield* progress.setEstimate(yield* progressEstimate(prepared, options.plan))
 
   const totals = (parts: ReadonlyArray<PartRecord>) => ({
     rows: parts.reduce((sum, part) => sum + part.rows, 0),
@@ -220,9 +216,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     bytes: parts.reduce((sum, part) => sum + part.size_bytes, 0)
   })
   const retried = <A, E extends SinkError>(effect: Effect.Effect<A, E>) =>
-    withRetry(effect, ctx.retry, () => {
-      progress.retries++
-    })
+    withRetry(effect, ctx.retry, () => progress.retried)
 
   /** Right before publishing: the lease is still this run's, and no other run moved the cursor meanwhile. */
   const stillOurs = Effect.gen(function* () {
@@ -239,11 +233,14 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
 
   /** Everything up to `_SUCCESS`: run only while the lease is held (raced against its loss below). */
   const produce = Effect.gen(function* () {
-    yield* reporter.started(progress)
+    yield* Effect.flatMap(progress.snapshot, reporter.started)
+    // A slow reporter delays its own next tick, never the export.
     yield* Effect.forkScoped(
-      Effect.forever(Effect.zipRight(Effect.sleep(reporter.intervalMs), Effect.suspend(() => reporter.tick(progress))))
+      Effect.forever(Effect.zipRight(Effect.sleep(reporter.intervalMs), Effect.flatMap(progress.snapshot, reporter.tick)))
     )
     const outcome = yield* prepared.execute(journal, options.plan)
+    // Every unit is done: one last tick shows where the export ended, whatever the interval.
+    yield* Effect.flatMap(progress.snapshot, reporter.tick)
     const total = totals(outcome.parts)
     if (spec.skipEmpty && total.rows === 0) {
       yield* ctx.state.finishRun(journal.runId, { status: "skipped", finishedAt: now().toISOString(), ...total })
@@ -322,25 +319,36 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     Effect.onExit((exit) =>
       Exit.isSuccess(exit)
         ? Effect.void
-        : ctx.state
-            .finishRun(journal.runId, {
+        : Effect.flatMap(progress.snapshot, (reached) =>
+            ctx.state.finishRun(journal.runId, {
               status: Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "failed",
               finishedAt: now().toISOString(),
-              rows: progress.rows,
-              parts: progress.parts,
-              bytes: progress.bytes,
+              rows: reached.rows,
+              parts: reached.parts,
+              bytes: reached.bytes,
               error: Option.match(Cause.failureOption(exit.cause), {
                 onNone: () => (Cause.isInterruptedOnly(exit.cause) ? "interrupted" : describeCause(Cause.squash(exit.cause))),
                 onSome: (error) => error.message
               })
             })
-            .pipe(Effect.ignore)
+          ).pipe(Effect.ignore)
     )
   )
   const { outcome, manifest, untracked, status } = yield* publish.pipe(
     Effect.ensuring(cleanUpRunUploads(ctx.sink, uploads, ctx.retry, reporter, spec.name))
   )
   const total = totals(outcome.parts)
+  const reached = yield* progress.snapshot
+  const durationMs = now().getTime() - startedAt
+  yield* Metric.update(exportDuration, durationMs / 1000).pipe(Effect.tagMetrics("export", spec.name))
+  yield* Effect.annotateCurrentSpan({
+    "rivet.run_id": journal.runId,
+    "rivet.status": status,
+    "rivet.rows": total.rows,
+    "rivet.bytes": reached.bytes,
+    "rivet.parts": total.parts,
+    "rivet.retries": reached.retries
+  })
   return {
     exportName: spec.name,
     runId: journal.runId,
@@ -348,13 +356,13 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     mode: spec.mode.kind,
     resumed: journal.resumed,
     rows: total.rows,
-    bytes: progress.bytes,
-    retries: progress.retries,
+    bytes: reached.bytes,
+    retries: reached.retries,
     parts: outcome.parts,
     uri: ctx.sink.uri(),
     manifest,
     untracked,
     statements: outcome.statements ?? [],
-    durationMs: now().getTime() - progress.startedAt
+    durationMs
   } satisfies ExportResult
-}, Effect.scoped)
+}, Effect.scoped, Effect.tapError((error) => Effect.annotateCurrentSpan("rivet.error.kind", error._tag)))

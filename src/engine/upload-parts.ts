@@ -4,11 +4,13 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as SynchronizedRef from "effect/SynchronizedRef"
 import type { PartPiece } from "./encode-parts.js"
 import type { SinkError } from "../core/errors.js"
 import type { PartRecord } from "../core/manifest.js"
 import type { SinkDriverShape, UploadHandle } from "../core/plugin.js"
 import { type RetryPolicy, withRetry } from "../core/retry.js"
+import { makePartSpans } from "./part-spans.js"
 import { abortPendingAt } from "./upload-cleanup.js"
 
 /** A block of one part, ready for the sink. The last block of a part carries the part's totals. */
@@ -20,16 +22,20 @@ interface Block {
 }
 
 export interface UploadOptions {
+  /** Tags the parts' spans and metrics. */
+  readonly exportName: string
   readonly sink: SinkDriverShape
   readonly contentType: string
   readonly keyOf: (part: number) => string
   readonly retry: RetryPolicy
-  readonly onRetry: (error: SinkError) => void
-  /** Called once a part is visible under its final key. */
-  readonly onCommitted: (record: PartRecord) => void
-  readonly onBytes: (count: number) => void
-  /** Called before the first attempt to begin a multipart upload at `key`, so the run can clean up after it. */
-  readonly onBegin?: ((key: string) => void) | undefined
+  /** A sink call failed and is tried again. */
+  readonly onRetry: Effect.Effect<void>
+  /** Runs once a part is visible under its final key, before the next part is committed (it may wait). */
+  readonly onCommitted: (record: PartRecord) => Effect.Effect<void>
+  /** A block of `count` bytes was written. */
+  readonly onBytes: (count: number) => Effect.Effect<void>
+  /** Runs before the first attempt to begin a multipart upload at `key`, so the run can clean up after it. */
+  readonly onBegin?: ((key: string) => Effect.Effect<void>) | undefined
 }
 
 /** Cuts each part's bytes into `blockSize` blocks, hashing and counting them on the way. */
@@ -103,7 +109,8 @@ export const uploadParts = <E, R>(
 ): Effect.Effect<ReadonlyArray<PartRecord>, E | SinkError, R | Scope.Scope> =>
   Effect.gen(function* () {
     const { sink } = options
-    const open = new Map<number, Effect.Effect<UploadHandle, SinkError>>()
+    // The begin of each part's upload, shared by its blocks: one `begin` per part however many blocks ask at once.
+    const open = yield* SynchronizedRef.make(new Map<number, Effect.Effect<UploadHandle, SinkError>>())
     const begun = new Map<number, UploadHandle>()
     // Parts whose `begin` failed, was retried or was interrupted at least once, by key: the destination may hold an
     // upload no handle knows (it created one, the response was lost), to be found by listing and aborted.
@@ -133,42 +140,44 @@ export const uploadParts = <E, R>(
           )
     )
 
-    const retried = <A>(operation: Effect.Effect<A, SinkError>) => withRetry(operation, options.retry, options.onRetry)
+    const spans = yield* makePartSpans(options.exportName)
+    const retried = <A>(operation: Effect.Effect<A, SinkError>, part: number) =>
+      withRetry(spans.within(part)(operation), options.retry, () => Effect.zipRight(options.onRetry, spans.retried(part)))
 
     const handleOf = (part: number): Effect.Effect<UploadHandle, SinkError> =>
-      Effect.suspend(() => {
-        const existing = open.get(part)
-        if (existing) return existing
+      SynchronizedRef.modifyEffect(open, (handles) => {
+        const existing = handles.get(part)
+        if (existing) return Effect.succeed([existing, handles] as const)
         const key = options.keyOf(part)
-        options.onBegin?.(key)
         const attempt = sink.begin(key, options.contentType).pipe(
           Effect.onExit((exit) => (Exit.isFailure(exit) ? Effect.sync(() => unsure.set(part, key)) : Effect.void))
         )
-        const started = retried(attempt).pipe(
-          Effect.tap((handle) => Effect.sync(() => begun.set(part, handle))),
-          Effect.cached,
-          Effect.runSync
+        const started = retried(attempt, part).pipe(Effect.tap((handle) => Effect.sync(() => begun.set(part, handle))))
+        return Effect.zipRight(options.onBegin?.(key) ?? Effect.void, Effect.cached(started)).pipe(
+          Effect.map((cached) => [cached, new Map(handles).set(part, cached)] as const)
         )
-        open.set(part, started)
-        return started
-      })
+      }).pipe(Effect.flatten)
 
     const writeBlock = (block: Block): Effect.Effect<Block, SinkError> =>
       Effect.as(
         block.last && block.index === 0
-          ? retried(sink.put(options.keyOf(block.part), block.bytes, options.contentType))
-          : Effect.flatMap(handleOf(block.part), (handle) => retried(handle.writeBlock(block.index, block.bytes))),
+          ? retried(sink.put(options.keyOf(block.part), block.bytes, options.contentType), block.part)
+          : Effect.flatMap(handleOf(block.part), (handle) => retried(handle.writeBlock(block.index, block.bytes), block.part)),
         block
-      ).pipe(Effect.tap(() => Effect.sync(() => options.onBytes(block.bytes.length))))
+      ).pipe(Effect.tap(() => options.onBytes(block.bytes.length)))
 
     const commit = (block: Block): Effect.Effect<Option.Option<PartRecord>, SinkError> =>
       Effect.gen(function* () {
         if (!block.last) return Option.none()
         if (block.index > 0) {
           const handle = yield* handleOf(block.part)
-          yield* retried(handle.complete(block.index + 1))
+          yield* retried(handle.complete(block.index + 1), block.part)
           begun.delete(block.part)
-          open.delete(block.part)
+          yield* SynchronizedRef.update(open, (handles) => {
+            const rest = new Map(handles)
+            rest.delete(block.part)
+            return rest
+          })
           // The part's own upload is complete: any upload still pending at its key is one a lost response created.
           const lost = unsure.get(block.part)
           if (lost !== undefined) yield* abortUnknown(block.part, lost)
@@ -179,12 +188,14 @@ export const uploadParts = <E, R>(
           size_bytes: block.last.size,
           content_fingerprint: block.last.sha256
         }
-        options.onCommitted(record)
+        yield* spans.committed(block.part, record)
+        yield* options.onCommitted(record)
         return Option.some(record)
       })
 
     const records = yield* pieces.pipe(
       Stream.mapConcat(toBlocks(sink.capabilities.blockSize)),
+      Stream.tap((block) => (block.index === 0 ? spans.start(block.part, options.keyOf(block.part)) : Effect.void)),
       Stream.mapEffect(writeBlock, { concurrency: Math.max(1, sink.capabilities.concurrency) }),
       Stream.mapEffect(commit),
       Stream.filterMap((record) => record),

@@ -228,14 +228,14 @@ describe("a backend terminated mid-stream (CLI)", () => {
   }, 60_000)
 })
 
-/** Runs a config in this process (chunks stay in this thread) and keeps the live progress object and notices. */
+/** Runs a config in this process (chunks stay in this thread) and keeps the last progress it reported and notices. */
 const runInProcess = (config: Record<string, unknown>, configDir: string, options: Pick<RunConfigOptions, "retry"> = {}) =>
   Effect.gen(function* () {
     let progress: ExportProgress | undefined
     const notices: Array<string> = []
     const reporter: ProgressReporterShape = {
-      started: (live) => Effect.sync(() => void (progress = live)),
-      tick: () => Effect.void,
+      started: () => Effect.void,
+      tick: (live) => Effect.sync(() => void (progress = live)),
       finished: () => Effect.void,
       notice: (_name, message) => Effect.sync(() => void notices.push(message)),
       intervalMs: 60_000

@@ -104,4 +104,27 @@ describe("progress", () => {
     expect(seen.started[0]?.estimatedRows).toBeUndefined()
     expect(result.rows).toBe(MAX)
   })
+
+  it("a chunked parallel run with a retried chunk ends with counters equal to its manifest, under a slow async reporter", async () => {
+    const sleepy = () => Effect.sleep("50 millis")
+    const { result, seen } = await run(
+      idsSource({ estimate: Effect.succeed(MAX), flaky: "101" }),
+      { mode: "chunked", chunk_size: 100, parallel: 2 },
+      sleepy
+    )
+    const manifest = result.manifest!
+    const last = seen.ticks.at(-1)!
+    expect(manifest.row_count).toBe(MAX)
+    expect(last).toMatchObject({
+      rows: manifest.row_count,
+      parts: manifest.part_count,
+      bytes: manifest.parts.reduce((sum, part) => sum + part.size_bytes, 0),
+      retries: 1,
+      units: { done: 4, total: 4, label: "chunks" }
+    })
+    expect(result.retries).toBe(1)
+    expect(seen.parts.sort()).toEqual(manifest.parts.map((part) => part.path).sort())
+    // Live counters never go past what the run ends with: a failed attempt's rows are never added, so never withdrawn.
+    for (const tick of seen.ticks) expect(tick.rows).toBeLessThanOrEqual(MAX)
+  })
 })

@@ -5,7 +5,7 @@ import { type BatchSchema, makeBatch, type Value } from "../../src/core/batch.js
 import { QualityGates } from "../../src/engine/quality/gates.js"
 import { UniqueCounter } from "../../src/engine/quality/unique.js"
 
-// A retried chunk or page counts into gates of its own (`child`), merged only when the attempt succeeds (`adopt`):
+// A retried chunk or page counts into gates of its own (`child`), folded in only when the attempt succeeds (`fold(child.tally())`):
 // the failed attempt's values must not come back as duplicates, nor its rows and NULLs in the ratios.
 
 const schema: BatchSchema = {
@@ -26,7 +26,7 @@ const batch = (from: number, to: number) => {
 }
 const verdict = (gates: QualityGates, rows: number) => Effect.runSync(Effect.either(gates.verdict(schema, rows)))
 
-describe("QualityGates child/adopt", () => {
+describe("QualityGates child/tally/fold", () => {
   it("a failed attempt's child is dropped: the retried unit reports no duplicates and the NULL ratio of what was written", () => {
     const gates = new QualityGates("h1_gates_unit", { unique_columns: ["id"], null_ratio_max: { note: 0.25 } })
     const failed = gates.child()
@@ -35,14 +35,14 @@ describe("QualityGates child/adopt", () => {
     failed.close()
     const retried = gates.child()
     retried.observe(batch(0, 100))
-    gates.adopt(retried)
+    gates.fold(retried.tally())
     const next = gates.child()
     next.observe(batch(100, 200))
-    gates.adopt(next)
+    gates.fold(next.tally())
     expect(Either.isRight(verdict(gates, 200))).toBe(true)
   })
 
-  it("adopted children add up: a value repeated across units is a duplicate, NULLs count against every row", () => {
+  it("folded children add up: a value repeated across units is a duplicate, NULLs count against every row", () => {
     const gates = new QualityGates("h1_gates_unit", { unique_columns: ["id"], null_ratio_max: { note: 0.2 } })
     for (const [from, to] of [
       [0, 100],
@@ -50,7 +50,7 @@ describe("QualityGates child/adopt", () => {
     ] as const) {
       const child = gates.child()
       child.observe(batch(from, to))
-      gates.adopt(child)
+      gates.fold(child.tally())
     }
     const result = verdict(gates, 201)
     if (Either.isRight(result)) throw new Error("the gates passed")

@@ -29,7 +29,7 @@ const flaky = (failures: number) =>
         times.length <= failures ? Effect.fail(new Flaky(times.length)) : Effect.succeed(times.length)
       )
     )
-    const fiber = yield* Effect.fork(withRetry(operation, policy, () => retries++))
+    const fiber = yield* Effect.fork(withRetry(operation, policy, () => void retries++))
     return { fiber, attempts: Ref.get(attempts), retries: () => retries }
   })
 
@@ -74,7 +74,7 @@ describe("withRetry", () => {
   it.effect("fails at once on an error not marked retryable, without reporting a retry", () =>
     Effect.gen(function* () {
       let retries = 0
-      const error = yield* Effect.flip(withRetry(Effect.fail(new Permanent()), policy, () => retries++))
+      const error = yield* Effect.flip(withRetry(Effect.fail(new Permanent()), policy, () => void retries++))
       expect(error).toBeInstanceOf(Permanent)
       expect(retries).toBe(0)
     })

@@ -71,9 +71,10 @@ const options = (sink: SinkDriverShape) => ({
   contentType: "text/plain",
   keyOf: (part: number) => `part${part}`,
   retry: { maxRetries: 3, initialDelay: "1 millis", maxDelay: "2 millis" } as const,
-  onRetry: () => {},
-  onCommitted: () => {},
-  onBytes: () => {}
+  exportName: "t",
+  onRetry: Effect.void,
+  onCommitted: () => Effect.void,
+  onBytes: () => Effect.void
 })
 
 describe("uploadParts", () => {
@@ -129,7 +130,7 @@ describe("uploadParts", () => {
         failBlock: (_key, index, attempt) => (index === 1 && attempt < 3 ? transient : undefined)
       })
       let retries = 0
-      yield* Effect.scoped(uploadParts(pieces([["abcdef"]]), { ...options(sink), onRetry: () => void retries++ }))
+      yield* Effect.scoped(uploadParts(pieces([["abcdef"]]), { ...options(sink), onRetry: Effect.sync(() => void retries++) }))
       expect(new TextDecoder().decode(visible.get("part0"))).toBe("abcdef")
       expect(retries).toBe(2)
     }))
@@ -222,7 +223,7 @@ describe("uploadParts: uploads a lost or interrupted begin left", () => {
     Effect.gen(function* () {
       const { sink, pending, visible, log } = pendingStore({ loseBegin: 2 })
       const begun: Array<string> = []
-      yield* Effect.scoped(uploadParts(pieces([["abcdef"]]), { ...options(sink), onBegin: (key) => void begun.push(key) }))
+      yield* Effect.scoped(uploadParts(pieces([["abcdef"]]), { ...options(sink), onBegin: (key) => Effect.sync(() => void begun.push(key)) }))
       expect(new TextDecoder().decode(visible.get("part0"))).toBe("abcdef")
       expect(pending.size).toBe(0)
       expect(log).toEqual(["begin part0 u1", "begin part0 u2", "begin part0 u3", "list part0", "abort u1", "abort u2"])

@@ -18,9 +18,10 @@ import * as Stream from "effect/Stream"
 import { describeCause, type RivetError } from "../../core/errors.js"
 import type { ExportContext } from "../modes/context.js"
 import type { UnitOutcome } from "../modes/run-unit.js"
-import type { ExportProgress } from "../../core/progress.js"
 import { decodeError, workerLost } from "./errors.js"
-import { type ChunkEvent, type LaneInit, type LaneRequest, OpenLane, type ProgressDelta, RunChunk, SchemaChecked } from "./protocol.js"
+import { type ChunkEvent, type LaneInit, type LaneRequest, OpenLane, RunChunk, SchemaChecked } from "./protocol.js"
+import type { AttemptMeter } from "../live-progress.js"
+import { recordUnit } from "../telemetry/metrics.js"
 import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../modes/chunk-work.js"
 
 /** One worker thread (an @effect/platform Worker) that has built the export's drivers. */
@@ -30,6 +31,8 @@ interface Lane {
   readonly scope: Scope.CloseableScope
   /** The thread's exit code, once it has ended. */
   readonly exited: Deferred.Deferred<number>
+  /** `lane-1`, `lane-2`, … (metrics). */
+  readonly name: string
 }
 
 export interface LaneSettings {
@@ -38,7 +41,7 @@ export interface LaneSettings {
   readonly env: Readonly<Record<string, string | undefined>>
 }
 
-const initOf = (ctx: ExportContext, settings: LaneSettings): LaneInit => ({
+const initOf = (ctx: ExportContext, settings: LaneSettings): Omit<LaneInit, "lane"> => ({
   configFile: settings.configFile,
   env: settings.env,
   exportName: ctx.spec.name,
@@ -54,13 +57,6 @@ const initOf = (ctx: ExportContext, settings: LaneSettings): LaneInit => ({
     maxFileSize: ctx.spec.maxFileSize
   }
 })
-
-const addProgress = (progress: ExportProgress, delta: ProgressDelta) => {
-  progress.rows += delta.rows
-  progress.bytes += delta.bytes
-  progress.parts += delta.parts
-  progress.retries += delta.retries
-}
 
 /**
  * What a Worker failure means for the export. The platform reports a lane that could not start as a "spawn" error
@@ -114,7 +110,8 @@ const startLane = (
   ctx: ExportContext,
   url: URL,
   init: LaneInit,
-  scope: Scope.CloseableScope
+  scope: Scope.CloseableScope,
+  name: string
 ): Effect.Effect<Lane, RivetError> =>
   Effect.gen(function* () {
     const exited = yield* Deferred.make<number>()
@@ -133,15 +130,15 @@ const startLane = (
       Effect.onInterrupt(() => Effect.promise(async () => void (await thread?.terminate())).pipe(Effect.ignore)),
       Effect.mapError((error) => fromWorkerError(ctx.spec.name, error))
     )
-    return { worker, scope, exited }
+    return { worker, scope, exited, name }
   })
 
 /** Runs one chunk on a lane, answering its schema checks; an interruption aborts the chunk in the thread. */
-const runOn = (ctx: ExportContext, lane: Lane, work: ChunkWork): Effect.Effect<UnitOutcome, RivetError> => {
+const runOn = (ctx: ExportContext, lane: Lane, work: ChunkWork, meter: AttemptMeter): Effect.Effect<UnitOutcome, RivetError> => {
   const onEvent = (event: ChunkEvent): Effect.Effect<Option.Option<UnitOutcome>, RivetError | WorkerError | ParseResult.ParseError> => {
     switch (event._tag) {
       case "Progress":
-        return Effect.as(Effect.sync(() => addProgress(ctx.progress, event)), Option.none())
+        return Effect.as(meter.report(event), Option.none())
       case "CheckSchema":
         return Effect.either(ctx.checkSchema(event.schema)).pipe(
           Effect.flatMap((checked) =>
@@ -154,7 +151,10 @@ const runOn = (ctx: ExportContext, lane: Lane, work: ChunkWork): Effect.Effect<U
       case "PartCommitted":
         return Effect.as(ctx.reporter.partCommitted?.(ctx.spec.name, event.part) ?? Effect.void, Option.none())
       case "Done":
-        return Effect.succeed(Option.some(event.outcome))
+        return Effect.as(
+          recordUnit({ exportName: ctx.spec.name, unit: "chunk", lane: lane.name }, event.outcome.timings),
+          Option.some(event.outcome)
+        )
     }
   }
   // A thread lost while idle would come back as a new one without drivers (the platform respawns it): not used.
@@ -208,7 +208,7 @@ export const startLanes = (
       // way round, which the starter would report as a thread that could not start.
       const laneScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       yield* Effect.forkScoped(
-        startLane(ctx, url, init, laneScope).pipe(
+        startLane(ctx, url, { ...init, lane: i }, laneScope, `lane-${i}`).pipe(
           Effect.flatMap((lane) => Effect.zipRight(Effect.sync(() => joined++), Queue.offer(idle, lane))),
           Effect.catchAll((error) =>
             ctx.reporter.notice(
@@ -237,7 +237,10 @@ export const startLanes = (
         (lane) =>
           lane === "here"
             ? Effect.tap(here(work), () => Effect.sync(() => ran.here++))
-            : Effect.tap(runOn(ctx, lane, work), () => Effect.sync(() => ran.workers++)),
+            : Effect.tap(
+                ctx.progress.attempt((meter) => runOn(ctx, lane, work, meter)),
+                () => Effect.sync(() => ran.workers++)
+              ),
         // A lane whose thread was lost or stopped is not used again.
         (lane) =>
           lane === "here"

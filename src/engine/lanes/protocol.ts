@@ -78,12 +78,16 @@ const ChunkWorkWire: Schema.Schema<ChunkWork> = Schema.Struct({
   runId: Schema.String
 })
 
+const UnitStatsWire = Schema.Struct({ rows: Schema.Number, bytes: Schema.Number, parts: Schema.Number, retries: Schema.Number })
+
 const UnitOutcomeWire: Schema.Schema<UnitOutcome> = Schema.Struct({
   parts: Schema.Array(PartRecord),
   rows: Schema.Number,
   sourceRows: Schema.Number,
   schema: BatchSchemaWire,
-  last: Schema.Array(Schema.UndefinedOr(Schema.String))
+  last: Schema.Array(Schema.UndefinedOr(Schema.String)),
+  stats: UnitStatsWire,
+  timings: Schema.Struct({ sourceWaitMs: Schema.Number, encodeMs: Schema.Number, uploadMs: Schema.Number, totalMs: Schema.Number })
 })
 
 /** What a worker thread starts a lane with. */
@@ -92,6 +96,8 @@ export const LaneInit = Schema.Struct({
   configFile: Schema.String,
   env: Schema.Record({ key: Schema.String, value: Schema.UndefinedOr(Schema.String) }),
   exportName: Schema.String,
+  /** The lane's number (1, 2, …): its metrics are tagged `lane-N`. */
+  lane: Schema.Number,
   retry: Schema.Struct({ maxRetries: Schema.Number, initialDelayMs: Schema.Number, maxDelayMs: Schema.Number }),
   /**
    * What the main thread built from that file. A worker that builds anything else (the file was edited since)
@@ -106,18 +112,13 @@ export const LaneInit = Schema.Struct({
 })
 export type LaneInit = typeof LaneInit.Type
 
-/** Counters a worker adds to the export's progress since its previous report. */
-export const ProgressDelta = Schema.TaggedStruct("Progress", {
-  rows: Schema.Number,
-  bytes: Schema.Number,
-  parts: Schema.Number,
-  retries: Schema.Number
-})
-export type ProgressDelta = typeof ProgressDelta.Type
+/** The running chunk's totals so far (values, never differences: the main thread keeps the latest). */
+export const ChunkProgress = Schema.TaggedStruct("Progress", UnitStatsWire.fields)
+export type ChunkProgress = typeof ChunkProgress.Type
 
 /** What a running chunk tells the main thread, in order; `Done` is the last. */
 export const ChunkEvent = Schema.Union(
-  ProgressDelta,
+  ChunkProgress,
   /** The chunk's output schema, to check against the export's baseline (schema drift) before anything is written. */
   Schema.TaggedStruct("CheckSchema", { schema: BatchSchemaWire }),
   /** What the worker's `runUnit` told its progress reporter, for the main thread's. */

@@ -20,7 +20,7 @@ import { exportLayer, sourceLayer } from "../layers.js"
 import { runAttempt } from "../modes/attempt.js"
 import type { UnitContext } from "../modes/run-unit.js"
 import { FormatDriver, SinkDriver, SourceDriver } from "../../core/plugin.js"
-import type { ExportProgress } from "../../core/progress.js"
+import { makeLiveProgress } from "../live-progress.js"
 import { laneError } from "./errors.js"
 import { type ChunkEvent, type LaneInit, LaneRequest } from "./protocol.js"
 import { chunkUnitWork, type ChunkWork } from "../modes/chunk-work.js"
@@ -28,7 +28,7 @@ import { chunkUnitWork, type ChunkWork } from "../modes/chunk-work.js"
 /**
  * A chunk worker thread (started by pool.ts): reads the config file again, builds the export's source (its own
  * connections), format and sink once, then runs the chunks the main thread sends, one at a time, with the same
- * `runUnit` as the main thread. It reports progress deltas every 200 ms and each chunk's parts; the main thread
+ * `runUnit` as the main thread. It reports the running chunk's totals every 200 ms and each chunk's parts; the main thread
  * keeps planning, state, the manifest and `_SUCCESS`.
  */
 
@@ -72,27 +72,23 @@ const openDrivers = (init: LaneInit) =>
   })
 
 /**
- * Counters `runUnit` updates, and a flush that emits what of them the main thread has not been told. A failed
- * attempt takes back its rows, bytes and parts (runAttempt): the flush sends that as a negative delta, so the main
- * thread, which may run the chunk again, does not count them twice.
+ * The chunk's progress in this thread, and a flush that sends its totals so far to the main thread when they
+ * changed: values, which the main thread keeps as the running chunk's (dropping them if the chunk fails).
  */
-const chunkProgress = (exportName: string, emit: (event: ChunkEvent) => void) => {
-  const progress: ExportProgress = { exportName, startedAt: Date.now(), rows: 0, bytes: 0, parts: 0, retries: 0 }
-  let sent = { rows: 0, bytes: 0, parts: 0, retries: 0 }
-  const flush = () => {
-    const { rows, bytes, parts, retries } = progress
-    if (rows === sent.rows && bytes === sent.bytes && parts === sent.parts && retries === sent.retries) return
-    emit({
-      _tag: "Progress",
-      rows: rows - sent.rows,
-      bytes: bytes - sent.bytes,
-      parts: parts - sent.parts,
-      retries: retries - sent.retries
-    })
-    sent = { rows, bytes, parts, retries }
-  }
-  return { progress, flush }
-}
+const chunkProgress = (exportName: string, emit: (event: ChunkEvent) => void) =>
+  Effect.map(makeLiveProgress(exportName, 0), (progress) => {
+    let sent = ""
+    const flush = Effect.flatMap(progress.snapshot, ({ rows, bytes, parts, retries }) =>
+      Effect.sync(() => {
+        const totals = { rows, bytes, parts, retries }
+        const text = JSON.stringify(totals)
+        if (text === sent) return
+        sent = text
+        emit({ _tag: "Progress", ...totals })
+      })
+    )
+    return { progress, flush }
+  })
 
 const openLane = (init: LaneInit) =>
   Effect.gen(function* () {
@@ -109,7 +105,7 @@ const openLane = (init: LaneInit) =>
         Effect.gen(function* () {
           const events = yield* Mailbox.make<ChunkEvent, RivetError>()
           const emit = (event: ChunkEvent) => void events.unsafeOffer(event)
-          const { progress, flush } = chunkProgress(init.exportName, emit)
+          const { progress, flush } = yield* chunkProgress(init.exportName, emit)
 
           // Schema drift is judged by the main thread, which holds the baseline: ask it, and wait for its answer.
           const checkSchema = (schema: BatchSchema) =>
@@ -134,14 +130,14 @@ const openLane = (init: LaneInit) =>
             progress,
             retry,
             gates: undefined,
-            checkSchema
+            checkSchema,
+            lane: `lane-${init.lane}`
           }
 
-          yield* Effect.forkScoped(Effect.repeat(Effect.sync(flush), Schedule.spaced(PROGRESS_EVERY)))
+          yield* Effect.forkScoped(Effect.repeat(flush, Schedule.spaced(PROGRESS_EVERY)))
           // An interrupted chunk (the main thread interrupted the request) reports nothing: its scope closes.
           yield* Effect.forkScoped(
-            Effect.flatMap(Effect.exit(runAttempt(ctx, chunkUnitWork(work))), (exit) => {
-              flush()
+            Effect.flatMap(Effect.exit(runAttempt(ctx, chunkUnitWork(work))).pipe(Effect.tap(() => flush)), (exit) => {
               if (Exit.isSuccess(exit)) {
                 emit({ _tag: "Done", outcome: exit.value })
                 return events.end

@@ -1,53 +1,30 @@
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import type { RivetError } from "../../core/errors.js"
-import type { ExportProgress } from "../../core/progress.js"
 import { withRetry } from "../../core/retry.js"
+import { recordUnit } from "../telemetry/metrics.js"
 import { runUnit, type UnitContext, type UnitOutcome, type UnitWork } from "./run-unit.js"
 
 /**
- * The export's progress as seen by one attempt of a unit: every change goes straight through (the progress line
- * stays live), and the rows, bytes and parts the attempt added are noted so that a failed attempt can take them back.
- * Retries of sink calls inside a failed attempt did happen: they stay counted.
- */
-const attemptProgress = (parent: ExportProgress) => {
-  const added = { rows: 0, bytes: 0, parts: 0 }
-  const view = new Proxy(parent, {
-    set: (target, key, value: number) => {
-      if (key === "rows" || key === "bytes" || key === "parts") added[key] += value - target[key]
-      return Reflect.set(target, key, value)
-    }
-  })
-  const withdraw = () => {
-    parent.rows -= added.rows
-    parent.bytes -= added.bytes
-    parent.parts -= added.parts
-  }
-  return { view, withdraw }
-}
-
-/**
- * Runs one attempt of a chunk or page. It counts into the export's progress as it goes and into quality gates of
- * its own; only a successful attempt keeps its counts and hands its gates to the export's. So a unit that is
- * retried (or that fails the run) adds its rows, bytes, parts and gate values once at most.
+ * Runs one attempt of a unit with a progress meter and quality gates of its own. The attempt returns what it did as
+ * values (its outcome, stats and timings); only a successful attempt's stats join the export's progress and its gate
+ * values the export's gates, so a unit that is retried (or that fails the run) counts once at most.
  */
 export const runAttempt = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOutcome, RivetError> =>
-  Effect.suspend(() => {
-    const { view, withdraw } = attemptProgress(ctx.progress)
-    const gates = ctx.gates?.child()
-    return runUnit({ ...ctx, progress: view, gates }, work).pipe(
-      Effect.onExit((exit) =>
-        Effect.sync(() => {
-          if (Exit.isSuccess(exit)) {
-            if (gates) ctx.gates?.adopt(gates)
-          } else {
-            withdraw()
-          }
-          gates?.close()
-        })
-      )
+  ctx.progress.attempt((meter) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => ctx.gates?.child()),
+      (gates) =>
+        runUnit({ ...ctx, gates }, meter, work).pipe(
+          Effect.tap((outcome) =>
+            Effect.zipRight(
+              Effect.sync(() => gates && ctx.gates?.fold(gates.tally())),
+              recordUnit({ exportName: ctx.spec.name, unit: work.unit.kind, lane: ctx.lane ?? "main" }, outcome.timings)
+            )
+          )
+        ),
+      (gates) => Effect.sync(() => gates?.close())
     )
-  })
+  )
 
 /**
  * Failures worth running a whole unit again: the source lost its connection or is restarting. A sink failure is
@@ -78,10 +55,9 @@ export const retryUnit = <A>(
     let failed = 0
     const counted = Effect.tapError(attempt, (error) => {
       if (!isRetryableSourceError(error) || ++failed >= attempts) return Effect.void
-      ctx.progress.retries++
-      return ctx.reporter.notice(
-        ctx.spec.name,
-        `${unit}: attempt ${failed} of ${attempts} failed, retrying: ${error.message}`
+      return Effect.zipRight(
+        ctx.progress.retried,
+        ctx.reporter.notice(ctx.spec.name, `${unit}: attempt ${failed} of ${attempts} failed, retrying: ${error.message}`)
       )
     })
     return withRetry(counted, { ...ctx.retry, maxRetries: attempts - 1 }, () => {}, isRetryableSourceError)

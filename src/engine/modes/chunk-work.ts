@@ -36,13 +36,14 @@ export const chunkKeyOf = (naming: ChunkNaming) => {
 
 /** The unit a chunk is run as (the same on both sides of a thread boundary). */
 export const chunkUnitWork = (work: ChunkWork): UnitWork => ({
+  unit: { kind: "chunk", index: work.naming.chunk },
   query: work.query,
   keyOf: chunkKeyOf(work.naming),
   runId: work.runId,
   runStartedAt: new Date(work.naming.runStartedAt)
 })
 
-/** Runs chunks in the calling thread; a failed attempt takes back what it counted (see runAttempt). */
+/** Runs chunks in the calling thread; only a successful attempt's counts join the export's (see runAttempt). */
 export const inProcessRunner =
   (ctx: UnitContext): ChunkRunner =>
   (work) =>

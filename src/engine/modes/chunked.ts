@@ -140,7 +140,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
       }
       const units = chunks.map((chunk) => chunk.unit)
       const pending = chunks.filter((chunk) => chunk.unit.status !== "done")
-      progress.units = { done: units.length - pending.length, total: units.length, label: "chunks" }
+      yield* progress.setUnits({ done: units.length - pending.length, total: units.length, label: "chunks" })
 
       const runChunk = (runner: ChunkRunner, { unit, spec }: Chunk) =>
         Effect.gen(function* () {
@@ -165,7 +165,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
           if (mode.checkpoint) {
             yield* state.commitUnit(journal.runId, { ...unit, status: "done", rows: outcome.rows }, outcome.parts)
           }
-          progress.units!.done++
+          yield* progress.unitDone
           return [unit.index, outcome] as const
         }).pipe(
           Effect.mapError((error) =>

@@ -15,7 +15,8 @@ import type {
   SourceDriverShape,
   SourceQuery
 } from "../../core/plugin.js"
-import type { ExportProgress, ProgressReporterShape } from "../../core/progress.js"
+import type { ProgressReporterShape } from "../../core/progress.js"
+import type { LiveProgress } from "../live-progress.js"
 import type { RetryPolicy } from "../../core/retry.js"
 import type { UploadLedger } from "../upload-cleanup.js"
 
@@ -27,7 +28,7 @@ export interface ExportContext {
   readonly sink: SinkDriverShape
   readonly reporter: ProgressReporterShape
   readonly state: StateStoreShape
-  readonly progress: ExportProgress
+  readonly progress: LiveProgress
   readonly retry: RetryPolicy
   /** The fiber's Clock, for synchronous callbacks (see `dateReader`). */
   readonly now: () => Date

@@ -104,7 +104,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
           after = yield* decodeStored(StoredKey, ctx.spec.name, "last key of page " + last.index)(last.lastKey)
         }
       }
-      progress.units = { done: page, label: "pages" }
+      yield* progress.setUnits({ done: page, label: "pages" })
       let sourceRows = 0
       const statements: Array<string> = []
       for (;;) {
@@ -115,6 +115,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
           ctx,
           `page ${current}`,
           runAttempt(ctx, {
+            unit: { kind: "page", index: current },
             query,
             runId: journal.runId,
             track: keys,
@@ -150,7 +151,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
           unrecorded.push(...outcome.parts)
         }
         parts.push(...outcome.parts)
-        progress.units.done++
+        yield* progress.unitDone
         page++
         after = lastKey as ReadonlyArray<string>
         if (outcome.sourceRows < mode.pageSize) break

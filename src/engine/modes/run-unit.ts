@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import { type Batch, type BatchSchema, type Value, valueAt } from "../../core/batch.js"
 import { encodeParts, encodeRenderedParts, type PartPiece } from "../encode-parts.js"
@@ -8,16 +9,24 @@ import type { PartRecord } from "../../core/manifest.js"
 import { metaColumnsAppender, withMetaColumns } from "../meta-columns.js"
 import type { ColumnRef, RenderedOrBatches, SourceQuery } from "../../core/plugin.js"
 import { uploadParts } from "../upload-parts.js"
+import type { AttemptMeter, UnitStats } from "../live-progress.js"
+import type { UnitTimings } from "../telemetry/metrics.js"
+import { nowMs, timedPulls } from "../telemetry/timing.js"
 import type { ExportContext } from "./context.js"
 
 /** What running a unit needs of the export's context — also built by chunk worker threads (src/engine/lanes). */
 export type UnitContext = Pick<
   ExportContext,
   "spec" | "source" | "format" | "sink" | "reporter" | "progress" | "retry" | "gates" | "checkSchema" | "uploads"
->
+> & {
+  /** Where the unit runs, for metrics: `main`, or the worker thread's lane (`lane-1`, …). */
+  readonly lane?: string | undefined
+}
 
 /** One statement's worth of work: the whole export in single-runner modes, a chunk, or a keyset page. */
 export interface UnitWork {
+  /** Which unit this is: the whole query, a chunk or a page, and its number (spans and metrics). */
+  readonly unit: { readonly kind: "query" | "chunk" | "page"; readonly index: number }
   readonly query: SourceQuery
   /** The key of the unit's part N. */
   readonly keyOf: (part: number) => string
@@ -41,6 +50,10 @@ export interface UnitOutcome {
   readonly schema: BatchSchema
   /** The tracked columns' last non-NULL values, in `track` order. */
   readonly last: ReadonlyArray<string | undefined>
+  /** What the attempt did: the rows, bytes and parts it wrote and the sink calls it retried. */
+  readonly stats: UnitStats
+  /** Where its time went. */
+  readonly timings: UnitTimings
 }
 
 const refColumns = (ref: ColumnRef): ReadonlyArray<string> => (typeof ref === "string" ? [ref] : ref.columns)
@@ -111,34 +124,80 @@ const withMeta = (
   return Effect.succeed({ schema, batches: Stream.map(transformed.batches, append) })
 }
 
+/** What the unit's span tells: counts and where the time went (never a value of a row). */
+const annotateUnit = (done: Pick<UnitOutcome, "stats" | "timings">) =>
+  Effect.annotateCurrentSpan({
+    "rivet.rows": done.stats.rows,
+    "rivet.bytes": done.stats.bytes,
+    "rivet.parts": done.stats.parts,
+    "rivet.retries": done.stats.retries,
+    "rivet.source_wait_ms": Math.round(done.timings.sourceWaitMs),
+    "rivet.encode_ms": Math.round(done.timings.encodeMs),
+    "rivet.upload_ms": Math.round(done.timings.uploadMs)
+  })
+
+/** How long the unit's encoder waited for the source, its uploader for encoded bytes. */
+const makeClocks = Effect.gen(function* () {
+  const sourceWait = yield* Ref.make(0)
+  const encodePull = yield* Ref.make(0)
+  const uploadWait = yield* Ref.make(0)
+  /**
+   * Fetch the next batch while this one is encoded, and encode while the previous part's bytes upload. Each slot
+   * holds a whole batch (or an encoder's output for one: a CSV batch, a Parquet row group), so the capacities stay
+   * small: they bound memory, and one slot is enough to keep both sides busy. The pulls on each side are timed.
+   */
+  const pipeline = <I>(
+    input: Stream.Stream<I, RivetError>,
+    encode: (input: Stream.Stream<I, RivetError>) => Stream.Stream<PartPiece, RivetError>
+  ) => {
+    const encoded = timedPulls(encode(timedPulls(Stream.buffer(input, { capacity: 1 }), sourceWait)), encodePull)
+    return timedPulls(Stream.buffer(encoded, { capacity: 2 }), uploadWait)
+  }
+  const timings = (startedAt: number, uploadStartedAt: number) =>
+    Effect.gen(function* () {
+      const end = yield* nowMs
+      const waitedForSource = yield* Ref.get(sourceWait)
+      return {
+        sourceWaitMs: waitedForSource,
+        encodeMs: Math.max(0, (yield* Ref.get(encodePull)) - waitedForSource),
+        uploadMs: Math.max(0, end - uploadStartedAt - (yield* Ref.get(uploadWait))),
+        totalMs: end - startedAt
+      }
+    })
+  return { pipeline, timings }
+})
+
 /**
  * Runs one unit: opens the query, passes the batches through the program's transform, encodes them into parts
- * and uploads each part. Everything it opens (cursor, connection, uploads) closes with it; uploads still open when
- * it fails or is interrupted are aborted.
+ * and uploads each part, counting into `meter` as it goes. Everything it opens (cursor, connection, uploads)
+ * closes with it; uploads still open when it fails or is interrupted are aborted.
  */
-export const runUnit = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOutcome, RivetError> =>
+export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): Effect.Effect<UnitOutcome, RivetError> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const { progress } = ctx
+      const startedAt = yield* nowMs
+      const clocks = yield* makeClocks
       const upload = (pieces: Stream.Stream<PartPiece, RivetError>) =>
-        uploadParts(pieces, {
-          sink: ctx.sink,
-          contentType: ctx.format.contentType,
-          keyOf: work.keyOf,
-          retry: ctx.retry,
-          onRetry: () => {
-            progress.retries++
-          },
-          onCommitted: (part) => {
-            progress.parts++
-            // Reporters write synchronously (a line on stderr); the callback runs inside the upload stream.
-            if (ctx.reporter.partCommitted) Effect.runSync(ctx.reporter.partCommitted(ctx.spec.name, part))
-          },
-          onBytes: (count) => {
-            progress.bytes += count
-          },
-          onBegin: (key) => ctx.uploads?.noteKey(key)
-        })
+        Effect.flatMap(nowMs, (uploadStartedAt) =>
+          uploadParts(pieces, {
+            exportName: ctx.spec.name,
+            sink: ctx.sink,
+            contentType: ctx.format.contentType,
+            keyOf: work.keyOf,
+            retry: ctx.retry,
+            onRetry: meter.count({ retries: 1 }),
+            onCommitted: (part) =>
+              Effect.zipRight(meter.count({ parts: 1 }), ctx.reporter.partCommitted?.(ctx.spec.name, part) ?? Effect.void),
+            onBytes: (count) => meter.count({ bytes: count }),
+            onBegin: (key) => Effect.sync(() => ctx.uploads?.noteKey(key))
+          }).pipe(
+            Effect.flatMap((parts) =>
+              Effect.all({ stats: meter.totals, timings: clocks.timings(startedAt, uploadStartedAt) }).pipe(
+                Effect.map(({ stats, timings }) => ({ parts, rows: parts.reduce((sum, part) => sum + part.rows, 0), stats, timings }))
+              )
+            )
+          )
+        )
       const opened = yield* openUnit(ctx, work)
       if (opened._tag === "Rendered") {
         const { schema } = opened
@@ -146,30 +205,27 @@ export const runUnit = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOut
         yield* ctx.format.validate(schema)
         let sourceRows = 0
         const chunks = opened.chunks.pipe(
-          Stream.tap((chunk) =>
-            Effect.sync(() => {
-              sourceRows += chunk.rows
-              progress.rows += chunk.rows
-            })
-          ),
-          Stream.buffer({ capacity: 1 })
+          Stream.tap((chunk) => Effect.zipRight(Effect.sync(() => (sourceRows += chunk.rows)), meter.count({ rows: chunk.rows })))
         )
-        const pieces = encodeRenderedParts(chunks, ctx.format.rendered!.open(schema), ctx.spec.maxFileSize).pipe(
-          Stream.buffer({ capacity: 2 })
+        const pieces = clocks.pipeline(chunks, (input) =>
+          encodeRenderedParts(input, ctx.format.rendered!.open(schema), ctx.spec.maxFileSize)
         )
-        const parts = yield* upload(pieces)
-        return { parts, rows: parts.reduce((sum, part) => sum + part.rows, 0), sourceRows, schema, last: [] }
+        const uploaded = yield* upload(pieces)
+        yield* annotateUnit(uploaded)
+        return { ...uploaded, sourceRows, schema, last: [] }
       }
       const result = opened.result
       const tracker = yield* makeTracker(ctx, result.schema, work.track ?? [])
       let sourceRows = 0
       const observed = result.batches.pipe(
         Stream.tap((batch) =>
-          Effect.sync(() => {
-            tracker.observe(batch)
-            sourceRows += batch.rowCount
-            progress.rows += batch.rowCount
-          })
+          Effect.zipRight(
+            Effect.sync(() => {
+              tracker.observe(batch)
+              sourceRows += batch.rowCount
+            }),
+            meter.count({ rows: batch.rowCount })
+          )
         )
       )
       const transformed = ctx.spec.transform
@@ -179,25 +235,18 @@ export const runUnit = (ctx: UnitContext, work: UnitWork): Effect.Effect<UnitOut
       yield* ctx.checkSchema(output.schema)
       yield* ctx.format.validate(output.schema)
       const { gates } = ctx
-      // Fetch the next batch while this one is encoded, and encode while the previous part bytes upload. Each slot
-      // holds a whole batch (or an encoder's output for one: a CSV batch, a Parquet row group), so the capacities
-      // stay small: they bound memory, and one slot is enough to keep both sides busy.
-      const batches = (gates ? output.batches.pipe(Stream.tap((batch) => Effect.sync(() => gates.observe(batch)))) : output.batches).pipe(
-        Stream.buffer({ capacity: 1 })
+      const observedByGates = gates
+        ? output.batches.pipe(Stream.tap((batch) => Effect.sync(() => gates.observe(batch))))
+        : output.batches
+      const pieces = clocks.pipeline(observedByGates, (input) =>
+        encodeParts(input, ctx.format, output.schema, ctx.spec.maxFileSize, { exportName: ctx.spec.name, runId: work.runId })
       )
-      const pieces = encodeParts(batches, ctx.format, output.schema, ctx.spec.maxFileSize, {
-        exportName: ctx.spec.name,
-        runId: work.runId
-      }).pipe(
-        Stream.buffer({ capacity: 2 })
-      )
-      const parts = yield* upload(pieces)
-      return {
-        parts,
-        rows: parts.reduce((sum, part) => sum + part.rows, 0),
-        sourceRows,
-        schema: output.schema,
-        last: [...tracker.last]
-      }
+      const uploaded = yield* upload(pieces)
+      yield* annotateUnit(uploaded)
+      return { ...uploaded, sourceRows, schema: output.schema, last: [...tracker.last] }
+    })
+  ).pipe(
+    Effect.withSpan("Unit.run", {
+      attributes: { "rivet.export": ctx.spec.name, "rivet.unit.kind": work.unit.kind, "rivet.unit.index": work.unit.index }
     })
   )

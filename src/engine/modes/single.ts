@@ -11,7 +11,7 @@ import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requ
 import { planFingerprint } from "./fingerprint.js"
 import type { ModeOutcome, PreparedMode, RunJournal } from "./mode.js"
 import { estimateOf, planHeader, plannedColumns, statementOf } from "./planning.js"
-import { runUnit } from "./run-unit.js"
+import { runAttempt } from "./attempt.js"
 
 const DAY_MS = 86_400_000
 
@@ -50,7 +50,8 @@ const singleRun = (ctx: ExportContext, setup: SingleSetup): PreparedMode => ({
       let openedAt: Date | undefined
       const { spec, format } = ctx
       const query = setup.queryOf(plan)
-      const outcome = yield* runUnit(ctx, {
+      const outcome = yield* runAttempt(ctx, {
+        unit: { kind: "query", index: 0 },
         query,
         runId: journal.runId,
         track: setup.track,

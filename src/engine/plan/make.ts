@@ -19,6 +19,7 @@ import { DEFAULT_RETRY_POLICY } from "../../core/retry.js"
 import { selectExports } from "../run.js"
 import { PLAN_VALIDITY_MS, PLAN_VERSION, type PlanFile, type PlannedExport } from "./model.js"
 import type { ConfigIdentity } from "./verify.js"
+import { makeLiveProgress } from "../live-progress.js"
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -67,7 +68,7 @@ const planExport = (spec: ExportConfig, now: () => Date) =>
       sink: yield* SinkDriver,
       state: yield* StateStore,
       reporter,
-      progress: { exportName: spec.name, startedAt: now().getTime(), rows: 0, bytes: 0, parts: 0, retries: 0 },
+      progress: yield* makeLiveProgress(spec.name, now().getTime()),
       retry: DEFAULT_RETRY_POLICY,
       now,
       checkSchema: () => Effect.void

@@ -4,6 +4,14 @@ import type { QualityConfig } from "../../config/model.js"
 import { IntegrityError } from "../../core/errors.js"
 import { UniqueCounter } from "./unique.js"
 
+/** What one attempt's quality gates saw. */
+export interface GateValues {
+  readonly rows: number
+  readonly nulls: ReadonlyMap<string, number>
+  readonly missing: ReadonlySet<string>
+  readonly unique: ReadonlyMap<string, UniqueCounter>
+}
+
 /**
  * Accumulates an export's quality gates over the batches it writes (after any transform), across every chunk or
  * page of the run, and judges them at the end. Counting is O(1) per value; uniqueness uses bounded memory
@@ -24,22 +32,25 @@ export class QualityGates {
   }
 
   /**
-   * An empty accumulator with the same gates for one attempt of a chunk or page: `adopt` it when the attempt
-   * succeeds, `close` it when it fails, so a retried unit is never counted twice (its values are not duplicates).
+   * An empty accumulator with the same gates for one attempt of a chunk or page: when the attempt succeeds the
+   * export folds in its `tally()`; either way it is closed, so a retried unit is never counted twice (its values are
+   * not duplicates).
    */
   child(): QualityGates {
     return new QualityGates(this.exportName, this.config)
   }
 
-  /** Adds everything a child saw; the child is left empty. */
-  adopt(child: QualityGates): void {
-    this.rows += child.rows
-    for (const [column, count] of child.nulls) this.nulls.set(column, (this.nulls.get(column) ?? 0) + count)
-    for (const column of child.missing) this.missing.add(column)
-    for (const [column, counter] of child.unique) this.unique.get(column)?.adopt(counter)
-    child.rows = 0
-    for (const column of child.nulls.keys()) child.nulls.set(column, 0)
-    child.missing.clear()
+  /** What these gates saw, as a value. The uniqueness counters travel as they are: their hashes may be on disk. */
+  tally(): GateValues {
+    return { rows: this.rows, nulls: new Map(this.nulls), missing: new Set(this.missing), unique: this.unique }
+  }
+
+  /** Adds what an attempt's gates saw; its uniqueness counters are taken over (left empty). */
+  fold(values: GateValues): void {
+    this.rows += values.rows
+    for (const [column, count] of values.nulls) this.nulls.set(column, (this.nulls.get(column) ?? 0) + count)
+    for (const column of values.missing) this.missing.add(column)
+    for (const [column, counter] of values.unique) this.unique.get(column)?.adopt(counter)
   }
 
   /** True when some gate needs to see the values (not just the row count). */
