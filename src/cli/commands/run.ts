@@ -8,9 +8,11 @@ import { durationProblem, parseDuration } from "../../core/duration.js"
 import { ConfigError } from "../../core/errors.js"
 import { loadPlanFor } from "../../engine/plan/file.js"
 import { runConfig } from "../../engine/run.js"
+import { telemetryLayer } from "../../engine/telemetry/layer.js"
 import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { printStatements } from "../plan-render.js"
 import { paramOption, useParams } from "../params.js"
+import { manifest } from "../manifest.js"
 import { cliProgress, jsonProgress } from "../progress.js"
 import { reportInterrupted, trackRunning } from "../signals.js"
 import { validateAfterRun } from "../validate-after-run.js"
@@ -97,6 +99,7 @@ export const runCommand = Command.make(
       const startedAt = Date.now()
       const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs }).pipe(
         Effect.provide(running.layer),
+        Effect.provide(telemetryLayer(process.env, manifest.version)),
         // After runConfig's own cleanup: by then statements are cancelled and uploads aborted.
         Effect.onInterrupt(() => reportInterrupted({ json, exports: running.names(), startedAt })),
         Effect.either

@@ -1,0 +1,35 @@
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http"
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
+import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
+import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import type * as Layer from "effect/Layer"
+import type { TelemetrySettings } from "./settings.js"
+
+// Loaded only when telemetry is on (layer.ts imports it on demand): a plain run never loads the OpenTelemetry SDK.
+
+/**
+ * Effect's tracer and metrics, exported over OTLP/HTTP (JSON) to the collector the `OTEL_*` variables name. Spans
+ * wait in a bounded queue (a full queue drops spans, never blocks) and leave in the background; each request to the
+ * collector gives up after `timeoutMs`, and so does each of the two flushes at shutdown, so a collector that is down
+ * or hangs costs a run at most twice that.
+ */
+export const otelLayer = (settings: TelemetrySettings, version: string): Layer.Layer<never> =>
+  NodeSdk.layer(() => ({
+    resource: { serviceName: settings.serviceName, serviceVersion: version },
+    spanProcessor: settings.traces
+      ? new BatchSpanProcessor(new OTLPTraceExporter({ timeoutMillis: settings.timeoutMs }), {
+          maxQueueSize: 2048,
+          maxExportBatchSize: 512,
+          exportTimeoutMillis: settings.timeoutMs
+        })
+      : undefined,
+    metricReader: settings.metrics
+      ? new PeriodicExportingMetricReader({
+          exporter: new OTLPMetricExporter({ timeoutMillis: settings.timeoutMs }),
+          exportIntervalMillis: 10_000,
+          exportTimeoutMillis: settings.timeoutMs
+        })
+      : undefined,
+    shutdownTimeout: settings.timeoutMs
+  })) as Layer.Layer<never>
