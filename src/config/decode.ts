@@ -294,7 +294,8 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
       configDir: input.configDir,
       origin: input.origin,
       source,
-      exports: exports.map((spec) => (shared.has(spec.name) ? { ...spec, sharedDestination: true } : spec))
+      exports: exports.map((spec) => (shared.has(spec.name) ? { ...spec, sharedDestination: true } : spec)),
+      ...(top?.telemetry ? { telemetry: { endpoint: top.telemetry.endpoint, serviceName: top.telemetry.service_name } } : {})
     } satisfies RivetConfig)
   })
 

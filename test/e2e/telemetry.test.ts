@@ -53,13 +53,17 @@ const urlWithPassword = () => {
   return url.toString()
 }
 
-const run = async (prefix: string, env: Record<string, string>): Promise<CliResult & { readonly ms: number }> => {
+const run = async (
+  prefix: string,
+  env: Record<string, string>,
+  exportKeys: Record<string, unknown> = { table: TABLE, chunk_size: 1000 },
+  topKeys: Record<string, unknown> = {}
+): Promise<CliResult & { readonly ms: number }> => {
   const file = writeConfig(
     JSON.stringify({
+      ...topKeys,
       source: { type: "postgres", url: urlWithPassword() },
-      exports: [
-        { name: "otel", table: TABLE, mode: "chunked", chunk_size: 1000, format: "csv", destination: s3Destination(s3, BUCKET, { prefix }) }
-      ]
+      exports: [{ name: "otel", mode: "chunked", format: "csv", destination: s3Destination(s3, BUCKET, { prefix }), ...exportKeys }]
     })
   )
   dirs.push(path.dirname(file))
@@ -152,6 +156,38 @@ describe("telemetry over OTLP/HTTP", () => {
     }
   }, 60_000)
 
+  it("chunks run in a worker thread join the run's trace (collector named by the config's telemetry:)", async () => {
+    const lanes = await startOtlpReceiver()
+    try {
+      // Each one-row chunk sleeps 0.4 s, so that the worker thread is ready before the main thread has run them all.
+      const result = await run(
+        "lanes/",
+        {},
+        {
+          query: "SELECT i AS id FROM generate_series(1, 8) AS i, LATERAL (SELECT pg_sleep(0.4)) AS slow",
+          chunk_column: "id",
+          chunk_size: 1,
+          parallel: 2
+        },
+        { telemetry: { endpoint: `${lanes.endpoint}/`, service_name: "rivet-lanes" } }
+      )
+      expect(result.code).toBe(0)
+      expect(result.stderr).toMatch(/chunks ran in 1 worker thread \([1-9]\d*\)/)
+      const spans = lanes.spans()
+      expect(new Set(spans.map((span) => span.traceId)).size).toBe(1)
+      expect(new Set(spans.map((span) => span.service))).toEqual(new Set(["rivet-lanes"]))
+      const units = spans.filter((span) => span.name === "Unit.run")
+      expect(units).toHaveLength(8)
+      const inWorker = units.filter((span) => span.attributes["rivet.lane"] === "lane-1")
+      expect(inWorker.length).toBeGreaterThan(0)
+      for (const unit of inWorker) expect(ancestors(spans, unit)).toContain("Pipeline.runExport")
+      const rows = lanes.points().filter((point) => point.metric === "rivet.rows")
+      expect(Math.max(...rows.map((point) => point.value))).toBe(8)
+    } finally {
+      await lanes.close()
+    }
+  }, 60_000)
+
   it("a collector that is down or hangs costs the run at most 2 seconds, and the run succeeds", async () => {
     const plain = await run("plain/", {})
     expect(plain.code).toBe(0)
@@ -165,7 +201,6 @@ describe("telemetry over OTLP/HTTP", () => {
       const hung = await run("hung/", otelEnv(hanging.endpoint))
       expect(hung.code).toBe(0)
       expect(hanging.bodies().length).toBeGreaterThan(0)
-      console.log("TIMINGS", plain.ms, down.ms, hung.ms)
       expect(hung.ms).toBeLessThan(plain.ms + 2000)
     } finally {
       await hanging.close()

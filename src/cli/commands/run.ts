@@ -99,7 +99,7 @@ export const runCommand = Command.make(
       const startedAt = Date.now()
       const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs }).pipe(
         Effect.provide(running.layer),
-        Effect.provide(telemetryLayer(process.env, manifest.version)),
+        Effect.provide(telemetryLayer(process.env, { version: manifest.version, config: loaded.right.telemetry })),
         // After runConfig's own cleanup: by then statements are cancelled and uploads aborted.
         Effect.onInterrupt(() => reportInterrupted({ json, exports: running.names(), startedAt })),
         Effect.either

@@ -163,7 +163,13 @@ const runOn = (ctx: ExportContext, lane: Lane, work: ChunkWork, meter: AttemptMe
       ? Effect.flatMap(exited.value, (code) => Effect.fail(workerLost(ctx.spec.name, `it exited with code ${code}`)))
       : Effect.void
   )
-  const run = lane.worker.execute(new RunChunk({ work })).pipe(
+  const parent = Effect.map(
+    Effect.option(Effect.currentSpan),
+    Option.map((span) => ({ traceId: span.traceId, spanId: span.spanId, sampled: span.sampled }))
+  )
+  const run = Stream.unwrap(
+    Effect.map(parent, (span) => lane.worker.execute(new RunChunk({ work, parent: Option.getOrUndefined(span) })))
+  ).pipe(
     Stream.mapEffect(onEvent),
     Stream.filterMap((outcome) => outcome),
     Stream.runHead,

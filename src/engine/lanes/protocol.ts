@@ -135,11 +135,15 @@ export class OpenLane extends Schema.TaggedRequest<OpenLane>()("InitialMessage",
   payload: { init: LaneInit }
 }) {}
 
+/** The main thread's span a chunk's spans join (the run's trace), when telemetry is on. */
+export const TraceParent = Schema.Struct({ traceId: Schema.String, spanId: Schema.String, sampled: Schema.Boolean })
+export type TraceParent = typeof TraceParent.Type
+
 /** Runs one chunk; interrupting the request interrupts the chunk (uploads aborted, temp files removed). */
 export class RunChunk extends Schema.TaggedRequest<RunChunk>()("RunChunk", {
   failure: Schema.Union(AnyRivetError, WorkerError),
   success: ChunkEvent,
-  payload: { work: ChunkWorkWire }
+  payload: { work: ChunkWorkWire, parent: Schema.optional(TraceParent) }
 }) {}
 
 /** The main thread's answer to the running chunk's `CheckSchema`: no error means the schema may be written. */

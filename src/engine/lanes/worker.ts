@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
+import * as Tracer from "effect/Tracer"
 import { loadConfigFile } from "../../registry/load-config.js"
 import type { BatchSchema } from "../../core/batch.js"
 import { ConfigError, type RivetError } from "../../core/errors.js"
@@ -22,7 +23,8 @@ import type { UnitContext } from "../modes/run-unit.js"
 import { FormatDriver, SinkDriver, SourceDriver } from "../../core/plugin.js"
 import { makeLiveProgress } from "../live-progress.js"
 import { laneError } from "./errors.js"
-import { type ChunkEvent, type LaneInit, LaneRequest } from "./protocol.js"
+import { type ChunkEvent, type LaneInit, LaneRequest, type TraceParent } from "./protocol.js"
+import { telemetryLayer } from "../telemetry/layer.js"
 import { chunkUnitWork, type ChunkWork } from "../modes/chunk-work.js"
 
 /**
@@ -38,7 +40,7 @@ const PROGRESS_EVERY = "200 millis"
 class Lane extends Context.Tag("rivet/engine/lanes/Lane")<
   Lane,
   {
-    readonly run: (work: ChunkWork) => Stream.Stream<ChunkEvent, RivetError>
+    readonly run: (work: ChunkWork, parent: TraceParent | undefined) => Stream.Stream<ChunkEvent, RivetError>
     /** Delivers the main thread's verdict on the running chunk's schema. */
     readonly answerSchema: (error: RivetError | undefined) => Effect.Effect<void>
   }
@@ -68,7 +70,7 @@ const openDrivers = (init: LaneInit) =>
       return yield* changed(`the format is now ${format.extension} (${format.compression})`)
     }
     if (spec.maxFileSize !== expect.maxFileSize) return yield* changed("max_file_size differs")
-    return { spec, source, format, sink }
+    return { drivers: { spec, source, format, sink }, telemetry: config.telemetry }
   })
 
 /**
@@ -92,7 +94,7 @@ const chunkProgress = (exportName: string, emit: (event: ChunkEvent) => void) =>
 
 const openLane = (init: LaneInit) =>
   Effect.gen(function* () {
-    const drivers = yield* openDrivers(init)
+    const { drivers, telemetry: telemetryConfig } = yield* openDrivers(init)
     const retry = {
       maxRetries: init.retry.maxRetries,
       initialDelay: Duration.millis(init.retry.initialDelayMs),
@@ -100,7 +102,11 @@ const openLane = (init: LaneInit) =>
     }
     const schemaAnswer = yield* Ref.make(Option.none<Deferred.Deferred<RivetError | undefined>>())
 
-    const run = (work: ChunkWork) =>
+    // The lane's own tracer (traces only: its counts reach the main thread's metrics as values), flushed when it closes.
+    const telemetry = yield* Layer.toRuntime(telemetryLayer(init.env, { metrics: false, config: telemetryConfig }))
+    const traced = <A, E>(effect: Effect.Effect<A, E>, parent: TraceParent | undefined) =>
+      (parent ? Effect.withParentSpan(effect, Tracer.externalSpan(parent)) : effect).pipe(Effect.provide(telemetry))
+    const run = (work: ChunkWork, parent: TraceParent | undefined) =>
       Stream.unwrapScoped(
         Effect.gen(function* () {
           const events = yield* Mailbox.make<ChunkEvent, RivetError>()
@@ -137,7 +143,7 @@ const openLane = (init: LaneInit) =>
           yield* Effect.forkScoped(Effect.repeat(flush, Schedule.spaced(PROGRESS_EVERY)))
           // An interrupted chunk (the main thread interrupted the request) reports nothing: its scope closes.
           yield* Effect.forkScoped(
-            Effect.flatMap(Effect.exit(runAttempt(ctx, chunkUnitWork(work))).pipe(Effect.tap(() => flush)), (exit) => {
+            Effect.flatMap(Effect.exit(traced(runAttempt(ctx, chunkUnitWork(work)), parent)).pipe(Effect.tap(() => flush)), (exit) => {
               if (Exit.isSuccess(exit)) {
                 emit({ _tag: "Done", outcome: exit.value })
                 return events.end
@@ -164,7 +170,7 @@ const runner = WorkerRunner.layerSerialized(LaneRequest, {
     Layer.scoped(Lane, openLane(init)).pipe(
       Layer.catchAllCause((cause) => Layer.fail(laneError(init.exportName, cause)))
     ),
-  RunChunk: ({ work }) => Stream.unwrap(Effect.map(Lane, (lane) => lane.run(work))),
+  RunChunk: ({ parent, work }) => Stream.unwrap(Effect.map(Lane, (lane) => lane.run(work, parent))),
   SchemaChecked: ({ error }) => Effect.flatMap(Lane, (lane) => lane.answerSchema(error))
 })
 

@@ -247,6 +247,11 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
     })
   ).pipe(
     Effect.withSpan("Unit.run", {
-      attributes: { "rivet.export": ctx.spec.name, "rivet.unit.kind": work.unit.kind, "rivet.unit.index": work.unit.index }
+      attributes: {
+        "rivet.export": ctx.spec.name,
+        "rivet.unit.kind": work.unit.kind,
+        "rivet.unit.index": work.unit.index,
+        "rivet.lane": ctx.lane ?? "main"
+      }
     })
   )

@@ -1,6 +1,7 @@
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type { TelemetryConfig } from "../../config/model.js"
 import { telemetrySettings } from "./settings.js"
 
 /**
@@ -8,12 +9,16 @@ import { telemetrySettings } from "./settings.js"
  * otherwise. The OpenTelemetry SDK is imported only then. Telemetry never fails a run: an SDK that cannot load is
  * reported once on stderr and the run goes on without it.
  */
-export const telemetryLayer = (env: Readonly<Record<string, string | undefined>>, version: string): Layer.Layer<never> => {
-  const settings = telemetrySettings(env)
-  if (settings === undefined) return Layer.empty
+export const telemetryLayer = (
+  env: Readonly<Record<string, string | undefined>>,
+  options: { readonly version?: string | undefined; readonly metrics?: boolean; readonly config?: TelemetryConfig | undefined } = {}
+): Layer.Layer<never> => {
+  const found = telemetrySettings(env, options.config)
+  const settings = found && { ...found, metrics: found.metrics && options.metrics !== false }
+  if (settings === undefined || (!settings.traces && !settings.metrics)) return Layer.empty
   return Layer.unwrapEffect(
     Effect.tryPromise(() => import("./otel.js")).pipe(
-      Effect.map(({ otelLayer }) => otelLayer(settings, version)),
+      Effect.map(({ otelLayer }) => otelLayer(settings, options.version)),
       Effect.catchAll((error) =>
         Effect.as(
           Console.error(`rivet: telemetry is off: the OpenTelemetry SDK could not load (${String(error.cause)})`),

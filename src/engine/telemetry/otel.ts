@@ -8,17 +8,21 @@ import type { TelemetrySettings } from "./settings.js"
 
 // Loaded only when telemetry is on (layer.ts imports it on demand): a plain run never loads the OpenTelemetry SDK.
 
+/** The config's collector URL for one signal; without it, the exporter reads the OTEL_* variables. */
+const signalUrl = (settings: TelemetrySettings, signal: "traces" | "metrics") =>
+  settings.endpoint === undefined ? {} : { url: `${settings.endpoint}/v1/${signal}` }
+
 /**
  * Effect's tracer and metrics, exported over OTLP/HTTP (JSON) to the collector the `OTEL_*` variables name. Spans
  * wait in a bounded queue (a full queue drops spans, never blocks) and leave in the background; each request to the
  * collector gives up after `timeoutMs`, and so does each of the two flushes at shutdown, so a collector that is down
  * or hangs costs a run at most twice that.
  */
-export const otelLayer = (settings: TelemetrySettings, version: string): Layer.Layer<never> =>
+export const otelLayer = (settings: TelemetrySettings, version: string | undefined): Layer.Layer<never> =>
   NodeSdk.layer(() => ({
-    resource: { serviceName: settings.serviceName, serviceVersion: version },
+    resource: { serviceName: settings.serviceName, ...(version ? { serviceVersion: version } : {}) },
     spanProcessor: settings.traces
-      ? new BatchSpanProcessor(new OTLPTraceExporter({ timeoutMillis: settings.timeoutMs }), {
+      ? new BatchSpanProcessor(new OTLPTraceExporter({ timeoutMillis: settings.timeoutMs, ...signalUrl(settings, "traces") }), {
           maxQueueSize: 2048,
           maxExportBatchSize: 512,
           exportTimeoutMillis: settings.timeoutMs
@@ -26,7 +30,7 @@ export const otelLayer = (settings: TelemetrySettings, version: string): Layer.L
       : undefined,
     metricReader: settings.metrics
       ? new PeriodicExportingMetricReader({
-          exporter: new OTLPMetricExporter({ timeoutMillis: settings.timeoutMs }),
+          exporter: new OTLPMetricExporter({ timeoutMillis: settings.timeoutMs, ...signalUrl(settings, "metrics") }),
           exportIntervalMillis: 10_000,
           exportTimeoutMillis: settings.timeoutMs
         })

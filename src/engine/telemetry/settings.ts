@@ -1,3 +1,5 @@
+import type { TelemetryConfig } from "../../config/model.js"
+
 /**
  * Whether a run sends traces and metrics over OTLP/HTTP, and how: on when an OTLP endpoint is configured (the
  * standard `OTEL_EXPORTER_OTLP_ENDPOINT`, or its per-signal variants) and `OTEL_SDK_DISABLED` is not `true`; off by
@@ -6,6 +8,8 @@
  */
 export interface TelemetrySettings {
   readonly serviceName: string
+  /** The config's collector, when no OTLP endpoint variable names one (the exporters read those themselves). */
+  readonly endpoint?: string | undefined
   readonly traces: boolean
   readonly metrics: boolean
   /** How long one export to the collector may take; shutdown flushes traces and metrics within twice this. */
@@ -16,12 +20,15 @@ type Env = Readonly<Record<string, string | undefined>>
 
 const set = (env: Env, name: string): boolean => (env[name] ?? "").trim().length > 0
 
-/** The telemetry a run with this environment emits; undefined when it emits none. */
-export const telemetrySettings = (env: Env): TelemetrySettings | undefined => {
+/** The telemetry a run with this environment (and the config's `telemetry:`) emits; undefined when it emits none. */
+export const telemetrySettings = (env: Env, config?: TelemetryConfig | undefined): TelemetrySettings | undefined => {
   if ((env["OTEL_SDK_DISABLED"] ?? "").trim().toLowerCase() === "true") return undefined
   const common = set(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
-  const traces = (common || set(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) && env["OTEL_TRACES_EXPORTER"] !== "none"
-  const metrics = (common || set(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")) && env["OTEL_METRICS_EXPORTER"] !== "none"
+  const endpoint = common ? undefined : config?.endpoint?.replace(/\/+$/, "")
+  const traces = (common || endpoint !== undefined || set(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) && env["OTEL_TRACES_EXPORTER"] !== "none"
+  const metrics =
+    (common || endpoint !== undefined || set(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")) && env["OTEL_METRICS_EXPORTER"] !== "none"
   if (!traces && !metrics) return undefined
-  return { serviceName: env["OTEL_SERVICE_NAME"]?.trim() || "rivet", traces, metrics, timeoutMs: 1000 }
+  const serviceName = env["OTEL_SERVICE_NAME"]?.trim() || config?.serviceName || "rivet"
+  return { serviceName, endpoint, traces, metrics, timeoutMs: 800 }
 }
