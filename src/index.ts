@@ -20,6 +20,7 @@ export {
   type ProgressReporterShape
 } from "./core/progress.js"
 export type { ExportRun } from "./engine/run.js"
+export { telemetryLayer } from "./engine/telemetry/layer.js"
 export { parseByteSize } from "./core/size.js"
 export {
   postgresStateLayer,

@@ -295,7 +295,8 @@ describe("public API values", () => {
         "parseByteSize",
         "runExports",
         "runExportsEffect",
-        "silentProgress"
+        "silentProgress",
+        "telemetryLayer"
       ])
     )
     expect(exported).toEqual(expect.arrayContaining(Object.keys(pluginEntry)))
