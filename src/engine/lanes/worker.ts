@@ -25,6 +25,7 @@ import { makeLiveProgress } from "../live-progress.js"
 import { laneError } from "./errors.js"
 import { type ChunkEvent, type LaneInit, LaneRequest, type TraceParent } from "./protocol.js"
 import { telemetryLayer } from "../telemetry/layer.js"
+import { telemetrySettings } from "../telemetry/settings.js"
 import { chunkUnitWork, type ChunkWork } from "../modes/chunk-work.js"
 
 /**
@@ -103,9 +104,13 @@ const openLane = (init: LaneInit) =>
     const schemaAnswer = yield* Ref.make(Option.none<Deferred.Deferred<RivetError | undefined>>())
 
     // The lane's own tracer (traces only: its counts reach the main thread's metrics as values), flushed when it closes.
-    const telemetry = yield* Layer.toRuntime(telemetryLayer(init.env, { metrics: false, config: telemetryConfig }))
+    const telemetry = telemetrySettings(init.env, telemetryConfig)
+      ? yield* Layer.toRuntime(telemetryLayer(init.env, { metrics: false, config: telemetryConfig }))
+      : undefined
     const traced = <A, E>(effect: Effect.Effect<A, E>, parent: TraceParent | undefined) =>
-      (parent ? Effect.withParentSpan(effect, Tracer.externalSpan(parent)) : effect).pipe(Effect.provide(telemetry))
+      telemetry && parent
+        ? Effect.provide(Effect.withParentSpan(effect, Tracer.externalSpan(parent)), telemetry)
+        : effect
     const run = (work: ChunkWork, parent: TraceParent | undefined) =>
       Stream.unwrapScoped(
         Effect.gen(function* () {
