@@ -3,7 +3,8 @@ import * as Layer from "effect/Layer"
 import { ProgressReporter, type ExportProgress } from "../core/progress.js"
 import { formatBytes } from "../core/size.js"
 import { formatCount, formatDuration, formatRate, renderSummary } from "./render.js"
-import { isTerminal, writeStderrRaw } from "./terminal.js"
+import { liveProgress } from "./live-view.js"
+import { isTerminal } from "./terminal.js"
 
 const statusLine = (progress: ExportProgress): string => {
   const elapsed = Date.now() - progress.startedAt
@@ -19,15 +20,6 @@ const statusLine = (progress: ExportProgress): string => {
   ].join("  ")
 }
 
-/** A live status line per export, redrawn in place (stderr is a terminal). */
-export const ttyProgress: Layer.Layer<ProgressReporter> = Layer.succeed(ProgressReporter, {
-  intervalMs: 250,
-  started: (progress) => writeStderrRaw(`${statusLine(progress)}`),
-  tick: (progress) => writeStderrRaw(`\r\x1b[2K${statusLine(progress)}`),
-  finished: (outcome) => writeStderrRaw(`\r\x1b[2K${renderSummary(outcome)}\n`),
-  notice: (exportName, message) => writeStderrRaw(`\r\x1b[2Krivet: export '${exportName}': ${message}\n`)
-})
-
 /** Plain log lines for cron, CI and orchestrators (stderr is not a terminal). */
 export const plainProgress: Layer.Layer<ProgressReporter> = Layer.succeed(ProgressReporter, {
   intervalMs: 10_000,
@@ -37,7 +29,9 @@ export const plainProgress: Layer.Layer<ProgressReporter> = Layer.succeed(Progre
   notice: (exportName, message) => Console.error(`rivet: export '${exportName}': ${message}`)
 })
 
-export const cliProgress = (): Layer.Layer<ProgressReporter> => (isTerminal("stderr") ? ttyProgress : plainProgress)
+/** The live view on a terminal (`verbose`: a block per finished export instead of the closing table), else plain lines. */
+export const cliProgress = (options: { readonly verbose: boolean }): Layer.Layer<ProgressReporter> =>
+  isTerminal("stderr") ? liveProgress(options) : plainProgress
 
 /** One `--json` event line on stderr. */
 export const event = (name: string, fields: Record<string, unknown>) =>

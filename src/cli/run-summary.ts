@@ -1,0 +1,42 @@
+import type { ExportOutcome } from "../core/progress.js"
+import { formatBytes } from "../core/size.js"
+import { formatCount, formatDuration, untrackedNote } from "./render.js"
+import { renderTable } from "./table.js"
+
+const NONE = "-"
+
+/**
+ * The end of `rivet run` on a terminal: one table row per export (instead of a block each: `--verbose` keeps the
+ * blocks), a totals line, and a line per export that left objects of an interrupted attempt outside its manifest.
+ */
+export const renderRunSummary = (outcomes: ReadonlyArray<ExportOutcome>): string => {
+  const retries = outcomes.some((outcome) => outcome.retries > 0)
+  const done = (outcome: ExportOutcome) => outcome.status !== "failed"
+  const table = renderTable(
+    ["EXPORT", "STATUS", "ROWS", "FILES", "BYTES", "DURATION", ...(retries ? ["RETRIES"] : []), "OUTPUT"],
+    outcomes.map((outcome) => [
+      outcome.exportName,
+      outcome.status,
+      done(outcome) ? formatCount(outcome.rows) : NONE,
+      done(outcome) ? formatCount(outcome.files) : NONE,
+      done(outcome) ? formatBytes(outcome.bytes) : NONE,
+      formatDuration(outcome.durationMs),
+      ...(retries ? [formatCount(outcome.retries)] : []),
+      outcome.uri === "" ? NONE : outcome.uri
+    ]),
+    ["left", "left", "right", "right", "right", "right", ...(retries ? ["right" as const] : []), "left"]
+  )
+  const failed = outcomes.filter((outcome) => !done(outcome)).length
+  const total = (field: "rows" | "bytes" | "durationMs") => outcomes.reduce((sum, outcome) => sum + outcome[field], 0)
+  const verdict =
+    failed === 0
+      ? `${outcomes.length === 1 ? "1 export" : `${outcomes.length} exports`} done`
+      : `${outcomes.length - failed} of ${outcomes.length} exports done, ${failed} failed`
+  const totals = `${verdict}: ${formatCount(total("rows"))} rows, ${formatBytes(total("bytes"))} in ${formatDuration(total("durationMs"))}`
+  const untracked = outcomes.flatMap((outcome) =>
+    outcome.untracked && outcome.untracked.length > 0
+      ? [`${outcome.exportName}: ${untrackedNote(outcome.untracked)}`]
+      : []
+  )
+  return [table, totals, ...untracked].join("\n")
+}
