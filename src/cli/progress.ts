@@ -29,9 +29,12 @@ export const plainProgress: Layer.Layer<ProgressReporter> = Layer.succeed(Progre
   notice: (exportName, message) => Console.error(`rivet: export '${exportName}': ${message}`)
 })
 
-/** The live view on a terminal (`verbose`: a block per finished export instead of the closing table), else plain lines. */
+/**
+ * The live view on a terminal (`verbose`: a block per finished export instead of the closing table), else plain
+ * lines — also on a terminal that reports no width (a pseudo-terminal nobody sized), where lines cannot be fitted.
+ */
 export const cliProgress = (options: { readonly verbose: boolean }): Layer.Layer<ProgressReporter> =>
-  isTerminal("stderr") ? liveProgress(options) : plainProgress
+  isTerminal("stderr") && (process.stderr.columns ?? 0) > 0 ? liveProgress(options) : plainProgress
 
 /** One `--json` event line on stderr. */
 export const event = (name: string, fields: Record<string, unknown>) =>

@@ -1,0 +1,88 @@
+import { spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import postgres from "postgres"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { runCli, writeConfig } from "../support/cli.js"
+import { testPgUrl } from "../support/pg.js"
+
+const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
+// util-linux `script` runs a command in a pseudo-terminal, as a user's terminal would.
+const hasScript = spawnSync("script", ["--version"]).status === 0
+
+let sql: postgres.Sql
+let config: string
+
+beforeAll(async () => {
+  sql = postgres(testPgUrl(), { max: 1, onnotice: () => {} })
+  // Enough rows that the export runs for a second or more (several redraws), analyzed so an estimate exists.
+  await sql.unsafe(`
+    DROP TABLE IF EXISTS tty_events;
+    CREATE TABLE tty_events (id bigint PRIMARY KEY, kind text NOT NULL, payload text NOT NULL, at timestamptz NOT NULL);
+    INSERT INTO tty_events SELECT i, 'kind' || (i % 7), md5(i::text) || md5((i * 7)::text), timestamptz '2026-01-01 00:00:00+00' + i * interval '1 second'
+      FROM generate_series(1, 300000) AS i;
+    ANALYZE tty_events;
+  `)
+  config = writeConfig(`source: { type: postgres, url: "${testPgUrl()}" }
+exports:
+  - name: tty_events
+    table: tty_events
+    format: parquet
+    batch_size: 10000
+    destination: { type: local, path: out/events }
+  - name: tty_small
+    query: select i from generate_series(1, 10) as i
+    format: csv
+    destination: { type: local, path: out/small }
+`)
+})
+
+afterAll(async () => {
+  await sql.unsafe("DROP TABLE IF EXISTS tty_events")
+  await sql.end({ timeout: 5 })
+  fs.rmSync(path.dirname(config), { recursive: true, force: true })
+})
+
+/** Runs the CLI inside a 120×40 pseudo-terminal and returns every byte it wrote to it. */
+const runInTerminal = (args: ReadonlyArray<string>) =>
+  new Promise<{ code: number | null; output: string }>((resolve, reject) => {
+    const command = `stty cols 120 rows 40; exec '${process.execPath}' '${BIN}' ${args.map((arg) => `'${arg}'`).join(" ")}`
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { stdio: ["ignore", "pipe", "pipe"], env: process.env })
+    let output = ""
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    child.on("error", reject)
+    child.on("close", (code) => resolve({ code, output }))
+  })
+
+/** The terminal's final text, roughly: each line as last drawn (erase sequences and the in-place redraws dropped). */
+const finalLines = (output: string): Array<string> =>
+  output
+    .split(/\r?\n/)
+    // eslint-disable-next-line no-control-regex
+    .map((line) => line.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/^.*\r/, ""))
+
+describe.skipIf(!hasScript)("rivet run on a terminal", { timeout: 60_000 }, () => {
+  it("draws a bar, a percent and an ETA while an export runs, then one summary table listing every export", async () => {
+    const result = await runInTerminal(["run", "-c", config])
+    expect(result.code).toBe(0)
+    // The live line of tty_events, redrawn in place: bar, percent of the ~300 000 estimated rows, ETA.
+    expect(result.output).toMatch(/tty_events {2}[█░]{20} +\d{1,3}% {2}ETA (\d+s|…)/)
+    expect(result.output).toMatch(/[█░]{20} +\d{1,3}% {2}ETA \d+s {2}[\d.,K]+\/~[\d.,K]+ rows/)
+    expect(result.output).toContain("\x1b[") // redrawn in place
+    const lines = finalLines(result.output)
+    const header = lines.findIndex((line) => /^EXPORT\s+STATUS\s+ROWS\s+FILES\s+BYTES\s+DURATION\s+OUTPUT$/.test(line))
+    expect(header).toBeGreaterThanOrEqual(0)
+    expect(lines[header + 1]).toMatch(/^tty_events\s+success\s+300,000\s+1\s+[\d.]+ (KiB|MiB)\s+\S+\s+file:\/\//)
+    expect(lines[header + 2]).toMatch(/^tty_small\s+success\s+10\s+1\s+/)
+    expect(lines[header + 3]).toMatch(/^2 exports done: 300,010 rows, /)
+    // No block per export: that is --verbose.
+    expect(result.output).not.toContain("── tty_events")
+  })
+
+  it("piped, the output has no ANSI escape code and keeps the plain lines and blocks", async () => {
+    const result = await runCli(["run", "-c", config, "-e", "tty_small"])
+    expect(result.code).toBe(0)
+    expect(result.stderr).toContain("── tty_small")
+    expect(result.stderr + result.stdout).not.toContain("\x1b")
+  })
+})
