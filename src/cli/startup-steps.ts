@@ -3,15 +3,22 @@ import * as Layer from "effect/Layer"
 import * as Tracer from "effect/Tracer"
 
 /**
- * The slow steps before an export's first row, by the span the plugin opens for them. The terminal view shows the
- * label with a spinner while the span is open; the plugins need not know a terminal exists.
+ * The steps before an export's first row that can be slow, by the span the plugin or the engine opens for them. The
+ * terminal view shows the label with a spinner while the span is open (once it has been for a moment); the plugins
+ * need not know a terminal exists.
  */
 export const STARTUP_STEPS: Readonly<Record<string, string>> = {
   "EmbeddedPostgres.start": "starting the embedded PostgreSQL…",
   "EmbeddedPostgres.seedDemo": "seeding the demo data (first run only)…",
   "PostgresSource.check": "connecting to PostgreSQL…",
   "MysqlSource.check": "connecting to MySQL…",
-  "Lease.acquire": "taking the export's lease…"
+  "Lease.acquire": "taking the export's lease…",
+  "PostgresSource.describe": "reading the query's columns…",
+  "MysqlSource.describe": "reading the query's columns…",
+  "PostgresSource.estimateRows": "estimating the rows…",
+  "MysqlSource.estimateRows": "estimating the rows…",
+  "PostgresSource.bounds": "reading the chunk column's range…",
+  "MysqlSource.bounds": "reading the chunk column's range…"
 }
 
 /** A step's span while it is open; the view drops it once the span's status says it ended. */

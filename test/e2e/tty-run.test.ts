@@ -1,14 +1,9 @@
-import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { runCli, writeConfig } from "../support/cli.js"
+import { hasScript, runCli, runCliInTerminal, screenLines, writeConfig } from "../support/cli.js"
 import { testPgUrl } from "../support/pg.js"
-
-const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
-// util-linux `script` runs a command in a pseudo-terminal, as a user's terminal would.
-const hasScript = spawnSync("script", ["--version"]).status === 0
 
 let sql: postgres.Sql
 let config: string
@@ -43,33 +38,15 @@ afterAll(async () => {
   fs.rmSync(path.dirname(config), { recursive: true, force: true })
 })
 
-/** Runs the CLI inside a 120×40 pseudo-terminal and returns every byte it wrote to it. */
-const runInTerminal = (args: ReadonlyArray<string>) =>
-  new Promise<{ code: number | null; output: string }>((resolve, reject) => {
-    const command = `stty cols 120 rows 40; exec '${process.execPath}' '${BIN}' ${args.map((arg) => `'${arg}'`).join(" ")}`
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { stdio: ["ignore", "pipe", "pipe"], env: process.env })
-    let output = ""
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
-    child.on("error", reject)
-    child.on("close", (code) => resolve({ code, output }))
-  })
-
-/** The terminal's final text, roughly: each line as last drawn (erase sequences and the in-place redraws dropped). */
-const finalLines = (output: string): Array<string> =>
-  output
-    .split(/\r?\n/)
-    // eslint-disable-next-line no-control-regex
-    .map((line) => line.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").replace(/^.*\r/, ""))
-
 describe.skipIf(!hasScript)("rivet run on a terminal", { timeout: 60_000 }, () => {
   it("draws a bar, a percent and an ETA while an export runs, then one summary table listing every export", async () => {
-    const result = await runInTerminal(["run", "-c", config])
+    const result = await runCliInTerminal(["run", "-c", config])
     expect(result.code).toBe(0)
     // The live line of tty_events, redrawn in place: bar, percent of the ~300 000 estimated rows, ETA.
     expect(result.output).toMatch(/tty_events {2}[█░]{20} +\d{1,3}% {2}ETA (\d+s|…)/)
     expect(result.output).toMatch(/[█░]{20} +\d{1,3}% {2}ETA \d+s {2}[\d.,K]+\/~[\d.,K]+ rows/)
     expect(result.output).toContain("\x1b[") // redrawn in place
-    const lines = finalLines(result.output)
+    const lines = screenLines(result.output)
     const header = lines.findIndex((line) => /^EXPORT\s+STATUS\s+ROWS\s+FILES\s+BYTES\s+DURATION\s+OUTPUT$/.test(line))
     expect(header).toBeGreaterThanOrEqual(0)
     expect(lines[header + 1]).toMatch(/^tty_events\s+success\s+300,000\s+1\s+[\d.]+ (KiB|MiB)\s+\S+\s+file:\/\//)
