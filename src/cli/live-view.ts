@@ -38,6 +38,7 @@ const frameOf = (view: View, now: number, columns: number): string =>
 export const liveProgress = (options: { readonly verbose: boolean }): Layer.Layer<ProgressReporter> =>
   Layer.unwrapScoped(
     Effect.gen(function* () {
+      const startedAt = Date.now()
       const view = yield* Ref.make<View>({ lanes: new Map(), steps: [], outcomes: [] })
       const frame = createLogUpdate(process.stderr, { showCursor: true })
       const columns = () => process.stderr.columns ?? 80
@@ -54,7 +55,7 @@ export const liveProgress = (options: { readonly verbose: boolean }): Layer.Laye
         Effect.gen(function* () {
           yield* Effect.sync(() => frame.clear())
           const { outcomes } = yield* Ref.get(view)
-          if (!options.verbose && outcomes.length > 0) yield* printLines("stderr", `${renderRunSummary(outcomes)}\n`)
+          if (!options.verbose && outcomes.length > 0) yield* printLines("stderr", `${renderRunSummary(outcomes, Date.now() - startedAt)}\n`)
         })
       )
       // Forked after the finalizer above, so it is interrupted before that finalizer clears the frame.

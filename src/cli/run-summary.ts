@@ -7,9 +7,9 @@ const NONE = "-"
 
 /**
  * The end of `rivet run` on a terminal: one table row per export (instead of a block each: `--verbose` keeps the
- * blocks), a totals line, and a line per export that left objects of an interrupted attempt outside its manifest.
+ * blocks), a totals line with the run's wall-clock time, and a line per export that left objects of an interrupted attempt outside its manifest.
  */
-export const renderRunSummary = (outcomes: ReadonlyArray<ExportOutcome>): string => {
+export const renderRunSummary = (outcomes: ReadonlyArray<ExportOutcome>, elapsedMs: number): string => {
   const retries = outcomes.some((outcome) => outcome.retries > 0)
   const done = (outcome: ExportOutcome) => outcome.status !== "failed"
   const table = renderTable(
@@ -27,12 +27,14 @@ export const renderRunSummary = (outcomes: ReadonlyArray<ExportOutcome>): string
     ["left", "left", "right", "right", "right", "right", ...(retries ? ["right" as const] : []), "left"]
   )
   const failed = outcomes.filter((outcome) => !done(outcome)).length
-  const total = (field: "rows" | "bytes" | "durationMs") => outcomes.reduce((sum, outcome) => sum + outcome[field], 0)
-  const verdict =
+  const total = (field: "rows" | "bytes") => outcomes.reduce((sum, outcome) => sum + outcome[field], 0)
+  const exports = outcomes.length === 1 ? "1 export" : `${outcomes.length} exports`
+  const amount = `${formatCount(total("rows"))} rows, ${formatBytes(total("bytes"))}`
+  // The wall-clock time of the whole run, start-up included: what the user waited.
+  const totals =
     failed === 0
-      ? `${outcomes.length === 1 ? "1 export" : `${outcomes.length} exports`} done`
-      : `${outcomes.length - failed} of ${outcomes.length} exports done, ${failed} failed`
-  const totals = `${verdict}: ${formatCount(total("rows"))} rows, ${formatBytes(total("bytes"))} in ${formatDuration(total("durationMs"))}`
+      ? `${exports} done in ${formatDuration(elapsedMs)}: ${amount}`
+      : `${exports} in ${formatDuration(elapsedMs)}: ${outcomes.length - failed} done, ${failed} failed; ${amount}`
   const untracked = outcomes.flatMap((outcome) =>
     outcome.untracked && outcome.untracked.length > 0
       ? [`${outcome.exportName}: ${untrackedNote(outcome.untracked)}`]

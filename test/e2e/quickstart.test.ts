@@ -29,7 +29,7 @@ describe("README quickstart", () => {
       expect(screen.slice(header + 1, header + 7).map((line) => line.split(/\s+/).slice(0, 2).join(" "))).toEqual(
         ["customers", "products", "orders", "order_items", "events", "revenue_by_country"].map((name) => `${name} success`)
       )
-      expect(screen[header + 7]).toMatch(/^6 exports done: 82,628 rows, /)
+      expect(screen[header + 7]).toMatch(/^6 exports done in [\d.]+s: 82,628 rows, /)
       expect(result.output).not.toContain("── customers")
       const output = path.join(root, "output")
       for (const [table, rows] of Object.entries(DEMO_ROW_COUNTS)) {

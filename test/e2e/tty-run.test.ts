@@ -51,7 +51,7 @@ describe.skipIf(!hasScript)("rivet run on a terminal", { timeout: 60_000 }, () =
     expect(header).toBeGreaterThanOrEqual(0)
     expect(lines[header + 1]).toMatch(/^tty_events\s+success\s+300,000\s+1\s+[\d.]+ (KiB|MiB)\s+\S+\s+file:\/\//)
     expect(lines[header + 2]).toMatch(/^tty_small\s+success\s+10\s+1\s+/)
-    expect(lines[header + 3]).toMatch(/^2 exports done: 300,010 rows, /)
+    expect(lines[header + 3]).toMatch(/^2 exports done in [\d.]+s: 300,010 rows, /)
     // No block per export: that is --verbose.
     expect(result.output).not.toContain("── tty_events")
   })
