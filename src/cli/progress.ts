@@ -31,10 +31,13 @@ export const plainProgress: Layer.Layer<ProgressReporter> = Layer.succeed(Progre
 
 /**
  * The live view on a terminal (`verbose`: a block per finished export instead of the closing table), else plain
- * lines — also on a terminal that reports no width (a pseudo-terminal nobody sized), where lines cannot be fitted.
+ * lines: also on a terminal that reports no width (a pseudo-terminal nobody sized), where lines cannot be fitted,
+ * and when an export writes its rows to stdout and stdout is the terminal too.
  */
-export const cliProgress = (options: { readonly verbose: boolean }): Layer.Layer<ProgressReporter> =>
-  isTerminal("stderr") && (process.stderr.columns ?? 0) > 0 ? liveProgress(options) : plainProgress
+export const cliProgress = (options: { readonly verbose: boolean; readonly dataOnStdout: boolean }): Layer.Layer<ProgressReporter> =>
+  isTerminal("stderr") && (process.stderr.columns ?? 0) > 0 && !(options.dataOnStdout && isTerminal("stdout"))
+    ? liveProgress(options)
+    : plainProgress
 
 /** One `--json` event line on stderr. */
 export const event = (name: string, fields: Record<string, unknown>) =>

@@ -29,6 +29,10 @@ exports:
     query: select i from generate_series(1, 10) as i
     format: csv
     destination: { type: local, path: out/small }
+  - name: tty_stdout
+    query: select i from generate_series(1, 3) as i
+    format: csv
+    destination: { type: stdout }
 `)
 })
 
@@ -40,7 +44,7 @@ afterAll(async () => {
 
 describe.skipIf(!hasScript)("rivet run on a terminal", { timeout: 60_000 }, () => {
   it("draws a bar, a percent and an ETA while an export runs, then one summary table listing every export", async () => {
-    const result = await runCliInTerminal(["run", "-c", config])
+    const result = await runCliInTerminal(["run", "-c", config, "-e", "tty_events", "-e", "tty_small"])
     expect(result.code).toBe(0)
     // The live line of tty_events, redrawn in place: bar, percent of the ~300 000 estimated rows, ETA.
     expect(result.output).toMatch(/tty_events {2}[█░]{20} +\d{1,3}% {2}ETA (\d+s|…)/)
@@ -54,6 +58,14 @@ describe.skipIf(!hasScript)("rivet run on a terminal", { timeout: 60_000 }, () =
     expect(lines[header + 3]).toMatch(/^2 exports done in [\d.]+s: 300,010 rows, /)
     // No block per export: that is --verbose.
     expect(result.output).not.toContain("── tty_events")
+  })
+
+  it("an export writing its rows to the terminal gets the plain lines, not live lines drawn over the rows", async () => {
+    const result = await runCliInTerminal(["run", "-c", config, "-e", "tty_stdout"])
+    expect(result.code).toBe(0)
+    expect(result.output).toContain("i\r\n1\r\n2\r\n3\r\n")
+    expect(result.output).toContain("── tty_stdout")
+    expect(result.output).not.toContain("\x1b")
   })
 
   it("piped, the output has no ANSI escape code and keeps the plain lines and blocks", async () => {
