@@ -99,14 +99,14 @@ export const runCommand = Command.make(
         yield* printErrors([new ConfigError({ path: "--wait", message: durationProblem(Option.getOrThrow(wait)), hint: "e.g. --wait 10m" })], { json })
         return new ExitCode(1)
       }
-      const only = planned ? [...planned.keys()] : exports
+      const selected = planned ? [...planned.keys()] : exports
       // Rows written to the terminal would be redrawn over by the live lines: those runs get the plain lines.
       const dataOnStdout = loaded.right.exports.some(
-        (spec) => (only.length === 0 || only.includes(spec.name)) && spec.destination.plugin.type === "stdout"
+        (spec) => (selected.length === 0 || selected.includes(spec.name)) && spec.destination.plugin.type === "stdout"
       )
       const running = trackRunning(json ? jsonProgress : cliProgress({ verbose, dataOnStdout }))
       const startedAt = Date.now()
-      const runs = yield* runConfig(loaded.right, { only, resume, plans: planned, waitMs }).pipe(
+      const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs }).pipe(
         Effect.provide(running.layer),
         // After runConfig's own cleanup: by then statements are cancelled and uploads aborted.
         Effect.onInterrupt(() => reportInterrupted({ json, exports: running.names(), startedAt })),
