@@ -6,10 +6,11 @@ import { formatCount, formatDuration, formatRate, renderSummary } from "./render
 import { liveProgress } from "./live-view.js"
 import { isTerminal } from "./terminal.js"
 
+/** A plain status line: `orders  3/12 chunks  1,040,000 rows  81.2K rows/s  36.1 MiB  12.8s`. */
 const statusLine = (progress: ExportProgress): string => {
   const elapsed = Date.now() - progress.startedAt
   return [
-    `▸ ${progress.exportName}`,
+    progress.exportName,
     ...(progress.units
       ? [`${progress.units.done}${progress.units.total === undefined ? "" : `/${progress.units.total}`} ${progress.units.label}`]
       : []),
@@ -20,11 +21,11 @@ const statusLine = (progress: ExportProgress): string => {
   ].join("  ")
 }
 
-/** Plain log lines for cron, CI and orchestrators (stderr is not a terminal). */
+/** Plain log lines for cron, CI and orchestrators (stderr is not a terminal): no escape codes. */
 export const plainProgress: Layer.Layer<ProgressReporter> = Layer.succeed(ProgressReporter, {
   intervalMs: 10_000,
   started: (progress) => Console.error(`rivet: export '${progress.exportName}' started`),
-  tick: (progress) => Console.error(`rivet: ${statusLine(progress).slice(2)}`),
+  tick: (progress) => Console.error(`rivet: ${statusLine(progress)}`),
   finished: (outcome) => Console.error(renderSummary(outcome)),
   notice: (exportName, message) => Console.error(`rivet: export '${exportName}': ${message}`)
 })
