@@ -119,6 +119,24 @@ export const exportLine = (lane: Lane, now: number): string => {
 
 export const stepLine = (step: Step, now: number): string => `${spinner(now)} ${step.label}  ${formatDuration(now - step.since)}`
 
+/**
+ * The exports that have finished, newest last, under the live lines (each leaves the view when it ends): as many of
+ * the newest as fit the width. A failed one is marked ✗.
+ */
+export const finishedLine = (outcomes: ReadonlyArray<{ readonly exportName: string; readonly status: string }>, columns: number): string => {
+  const head = `✓ ${outcomes.length} done: `
+  const names = outcomes.map((outcome) => `${outcome.status === "failed" ? "✗ " : ""}${outcome.exportName}`)
+  const room = Math.max(10, columns - 1) - head.length
+  const kept: Array<string> = []
+  for (let i = names.length - 1, used = 0; i >= 0; i--) {
+    const name = names[i]!
+    if (used + name.length + 2 > room && kept.length > 0) return `${head}…, ${kept.join(", ")}`
+    kept.unshift(name)
+    used += name.length + 2
+  }
+  return head + kept.join(", ")
+}
+
 /** Cuts a line to the terminal's width, so it never wraps (a wrapped line would break the redraw). */
 export const fitWidth = (line: string, columns: number): string => {
   const chars = Array.from(line)

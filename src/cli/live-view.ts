@@ -4,7 +4,7 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import { createLogUpdate } from "log-update"
 import { ProgressReporter, type ExportOutcome, type ExportProgress } from "../core/progress.js"
-import { addSample, exportLine, fitWidth, stepLine, type Lane } from "./live-lines.js"
+import { addSample, exportLine, finishedLine, fitWidth, stepLine, type Lane } from "./live-lines.js"
 import { renderSummary } from "./render.js"
 import { renderRunSummary } from "./run-summary.js"
 import { isOpen, observeStartupSteps, type OpenStep } from "./startup-steps.js"
@@ -24,7 +24,8 @@ const STEP_DELAY_MS = 250
 const frameOf = (view: View, now: number, columns: number): string =>
   [
     ...view.steps.filter((step) => now - step.since >= STEP_DELAY_MS).map((step) => stepLine(step, now)),
-    ...[...view.lanes.values()].map((lane) => exportLine(lane, now))
+    ...[...view.lanes.values()].map((lane) => exportLine(lane, now)),
+    ...(view.outcomes.length > 0 ? [finishedLine(view.outcomes, columns)] : [])
   ]
     .map((line) => fitWidth(line, columns))
     .join("\n")

@@ -1,3 +1,5 @@
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import type { ExportOutcome } from "../core/progress.js"
 import { formatBytes } from "../core/size.js"
 import { formatCount, formatDuration, untrackedNote } from "./render.js"
@@ -5,11 +7,20 @@ import { renderTable } from "./table.js"
 
 const NONE = "-"
 
+/** A local destination as a path, relative to the working directory when inside it (the table stays narrow). */
+export const shownOutput = (uri: string, cwd: string): string => {
+  if (uri === "") return NONE
+  if (!uri.startsWith("file://")) return uri
+  const file = fileURLToPath(uri)
+  const relative = path.relative(cwd, file)
+  return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative) ? relative : file
+}
+
 /**
  * The end of `rivet run` on a terminal: one table row per export (instead of a block each: `--verbose` keeps the
  * blocks), a totals line with the run's wall-clock time, and a line per export that left objects of an interrupted attempt outside its manifest.
  */
-export const renderRunSummary = (outcomes: ReadonlyArray<ExportOutcome>, elapsedMs: number): string => {
+export const renderRunSummary = (outcomes: ReadonlyArray<ExportOutcome>, elapsedMs: number, cwd = process.cwd()): string => {
   const retries = outcomes.some((outcome) => outcome.retries > 0)
   const done = (outcome: ExportOutcome) => outcome.status !== "failed"
   const table = renderTable(
@@ -22,7 +33,7 @@ export const renderRunSummary = (outcomes: ReadonlyArray<ExportOutcome>, elapsed
       done(outcome) ? formatBytes(outcome.bytes) : NONE,
       formatDuration(outcome.durationMs),
       ...(retries ? [formatCount(outcome.retries)] : []),
-      outcome.uri === "" ? NONE : outcome.uri
+      shownOutput(outcome.uri, cwd)
     ]),
     ["left", "left", "right", "right", "right", "right", ...(retries ? ["right" as const] : []), "left"]
   )

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { addSample, completion, exportLine, fitWidth, formatEta, type Lane } from "../../src/cli/live-lines.js"
+import { addSample, completion, exportLine, finishedLine, fitWidth, formatEta, type Lane } from "../../src/cli/live-lines.js"
 import type { ExportProgress } from "../../src/core/progress.js"
 
 const T0 = 1_800_000_000_000
@@ -89,6 +89,15 @@ describe("helpers of the live view", () => {
     expect(fitWidth("x".repeat(200), 80)).toHaveLength(79)
     expect(fitWidth("x".repeat(200), 80).endsWith("…")).toBe(true)
     expect(fitWidth("short", 80)).toBe("short")
+  })
+
+  it("names the finished exports under the live lines, the newest that fit the width, failures marked", () => {
+    expect(finishedLine([{ exportName: "a", status: "success" }, { exportName: "b", status: "failed" }], 80)).toBe("✓ 2 done: a, ✗ b")
+    const many = Array.from({ length: 30 }, (_, i) => ({ exportName: `export_${String(i).padStart(2, "0")}`, status: "success" }))
+    const line = finishedLine(many, 60)
+    expect(line.startsWith("✓ 30 done: …, ")).toBe(true)
+    expect(line.endsWith("export_28, export_29")).toBe(true)
+    expect(line.length).toBeLessThanOrEqual(59)
   })
 
   it("formats an ETA without tenths", () => {

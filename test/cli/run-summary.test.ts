@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { renderRunSummary } from "../../src/cli/run-summary.js"
+import { renderRunSummary, shownOutput } from "../../src/cli/run-summary.js"
 import type { ExportOutcome } from "../../src/core/progress.js"
 
 const outcome = (fields: Partial<ExportOutcome> & Pick<ExportOutcome, "exportName">): ExportOutcome => ({
@@ -39,5 +39,12 @@ describe("the summary table at the end of rivet run on a terminal", () => {
     expect(text.split("\n")[0]).toBe("EXPORT  STATUS   ROWS  FILES  BYTES  DURATION  RETRIES  OUTPUT")
     expect(text).toContain("orders: 1 object(s) from an interrupted attempt, not in the manifest: orders_chunk3_ab.parquet")
     expect(renderRunSummary([outcome({ exportName: "orders" })], 1000)).not.toContain("RETRIES")
+  })
+
+  it("a local destination is shown as a path, relative to the working directory when inside it", () => {
+    expect(shownOutput("file:///home/me/rivet/output/orders", "/home/me/rivet")).toBe("output/orders")
+    expect(shownOutput("file:///data/exports/orders", "/home/me/rivet")).toBe("/data/exports/orders")
+    expect(shownOutput("s3://lake/raw/orders/", "/home/me/rivet")).toBe("s3://lake/raw/orders/")
+    expect(shownOutput("", "/home/me/rivet")).toBe("-")
   })
 })

@@ -26,8 +26,8 @@ describe("README quickstart", () => {
       expect(result.output).toContain("starting the embedded PostgreSQL…")
       const screen = screenLines(result.output)
       const header = screen.findIndex((line) => line.startsWith("EXPORT "))
-      expect(screen.slice(header + 1, header + 7).map((line) => line.split(/\s+/).slice(0, 2).join(" "))).toEqual(
-        ["customers", "products", "orders", "order_items", "events", "revenue_by_country"].map((name) => `${name} success`)
+      expect(screen.slice(header + 1, header + 7).map((line) => [...line.split(/\s+/).slice(0, 2), line.split(/\s+/).at(-1)].join(" "))).toEqual(
+        ["customers", "products", "orders", "order_items", "events", "revenue_by_country"].map((name) => `${name} success output/${name}`)
       )
       expect(screen[header + 7]).toMatch(/^6 exports done in [\d.]+s: 82,628 rows, /)
       expect(result.output).not.toContain("── customers")

@@ -53,7 +53,7 @@ describe.skipIf(!hasScript)("rivet run on a terminal", { timeout: 60_000 }, () =
     const lines = screenLines(result.output)
     const header = lines.findIndex((line) => /^EXPORT\s+STATUS\s+ROWS\s+FILES\s+BYTES\s+DURATION\s+OUTPUT$/.test(line))
     expect(header).toBeGreaterThanOrEqual(0)
-    expect(lines[header + 1]).toMatch(/^tty_events\s+success\s+300,000\s+1\s+[\d.]+ (KiB|MiB)\s+\S+\s+file:\/\//)
+    expect(lines[header + 1]).toMatch(/^tty_events\s+success\s+300,000\s+1\s+[\d.]+ (KiB|MiB)\s+\S+\s+\/\S+\/out\/events$/)
     expect(lines[header + 2]).toMatch(/^tty_small\s+success\s+10\s+1\s+/)
     expect(lines[header + 3]).toMatch(/^2 exports done in [\d.]+s: 300,010 rows, /)
     // No block per export: that is --verbose.
