@@ -17,6 +17,10 @@ interface View {
   readonly outcomes: ReadonlyArray<ExportOutcome>
 }
 
+// A notice can carry a server's message: its control bytes (an escape sequence) must not reach the terminal.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f]/g
+
 const REDRAW_MS = 100
 /** A step shorter than this never shows: a spinner that flashes for 20 ms is noise. */
 const STEP_DELAY_MS = 250
@@ -51,7 +55,7 @@ export const liveProgress = (options: { readonly verbose: boolean }): Layer.Laye
         })
       )
       /** Text that stays (a notice, a finished export's block) goes above the live lines, which are drawn again. */
-      const above = (text: string) => Effect.zipRight(Effect.sync(() => frame.persist(text)), draw)
+      const above = (text: string) => Effect.zipRight(Effect.sync(() => frame.persist(text.replace(CONTROL, ""))), draw)
       yield* Effect.addFinalizer(() =>
         Effect.gen(function* () {
           yield* Effect.sync(() => frame.clear())
