@@ -87,6 +87,7 @@ export const liveProgress = (options: { readonly verbose: boolean }): Layer.Laye
           ),
         notice: (exportName, message) => above(`rivet: export '${exportName}': ${message}`)
       })
+      // A tracer opens spans synchronously: the step is recorded with runSync (a Ref update, nothing that waits).
       const steps = observeStartupSteps((step) =>
         Ref.update(view, (current) => ({ ...current, steps: [...current.steps, { ...step, since: Date.now() }] })).pipe(Effect.runSync)
       )
