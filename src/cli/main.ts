@@ -9,6 +9,7 @@ import { completionsCommand } from "./commands/completions.js"
 import { checkCommand } from "./commands/check.js"
 import { doctorCommand } from "./commands/doctor.js"
 import { initCommand } from "./commands/init.js"
+import { metricsCommand } from "./commands/metrics.js"
 import { planCommand } from "./commands/plan.js"
 import { pluginCommand } from "./commands/plugin.js"
 import { pluginsCommand } from "./commands/plugins.js"
@@ -30,7 +31,7 @@ const { version } = manifest
 const root: { command?: Command.Command<string, unknown, unknown, unknown> } = {}
 const rivet = Command.make("rivet").pipe(
   Command.withDescription("Export PostgreSQL tables to Parquet, CSV or NDJSON on local disk, stdout or S3."),
-  Command.withSubcommands([runCommand, planCommand, checkCommand, schemaCommand, initCommand, doctorCommand, pluginsCommand, pluginCommand, stateCommand, validateCommand, completionsCommand(() => root.command!)])
+  Command.withSubcommands([runCommand, planCommand, checkCommand, schemaCommand, initCommand, doctorCommand, pluginsCommand, pluginCommand, stateCommand, metricsCommand, validateCommand, completionsCommand(() => root.command!)])
 )
 root.command = rivet as Command.Command<string, unknown, unknown, unknown>
 

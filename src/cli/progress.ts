@@ -3,12 +3,14 @@ import * as Layer from "effect/Layer"
 import { ProgressReporter, type ExportProgress } from "../core/progress.js"
 import { formatBytes } from "../core/size.js"
 import { formatCount, formatDuration, formatRate, renderSummary } from "./render.js"
-import { isTerminal, writeStderrRaw } from "./terminal.js"
+import { liveProgress } from "./live-view.js"
+import { isTerminal } from "./terminal.js"
 
+/** A plain status line: `orders  3/12 chunks  1,040,000 rows  81.2K rows/s  36.1 MiB  12.8s`. */
 const statusLine = (progress: ExportProgress): string => {
   const elapsed = Date.now() - progress.startedAt
   return [
-    `▸ ${progress.exportName}`,
+    progress.exportName,
     ...(progress.units
       ? [`${progress.units.done}${progress.units.total === undefined ? "" : `/${progress.units.total}`} ${progress.units.label}`]
       : []),
@@ -19,25 +21,24 @@ const statusLine = (progress: ExportProgress): string => {
   ].join("  ")
 }
 
-/** A live status line per export, redrawn in place (stderr is a terminal). */
-export const ttyProgress: Layer.Layer<ProgressReporter> = Layer.succeed(ProgressReporter, {
-  intervalMs: 250,
-  started: (progress) => writeStderrRaw(`${statusLine(progress)}`),
-  tick: (progress) => writeStderrRaw(`\r\x1b[2K${statusLine(progress)}`),
-  finished: (outcome) => writeStderrRaw(`\r\x1b[2K${renderSummary(outcome)}\n`),
-  notice: (exportName, message) => writeStderrRaw(`\r\x1b[2Krivet: export '${exportName}': ${message}\n`)
-})
-
-/** Plain log lines for cron, CI and orchestrators (stderr is not a terminal). */
+/** Plain log lines for cron, CI and orchestrators (stderr is not a terminal): no escape codes. */
 export const plainProgress: Layer.Layer<ProgressReporter> = Layer.succeed(ProgressReporter, {
   intervalMs: 10_000,
   started: (progress) => Console.error(`rivet: export '${progress.exportName}' started`),
-  tick: (progress) => Console.error(`rivet: ${statusLine(progress).slice(2)}`),
+  tick: (progress) => Console.error(`rivet: ${statusLine(progress)}`),
   finished: (outcome) => Console.error(renderSummary(outcome)),
   notice: (exportName, message) => Console.error(`rivet: export '${exportName}': ${message}`)
 })
 
-export const cliProgress = (): Layer.Layer<ProgressReporter> => (isTerminal("stderr") ? ttyProgress : plainProgress)
+/**
+ * The live view on a terminal (`verbose`: a block per finished export instead of the closing table), else plain
+ * lines: also on a terminal that reports no width (a pseudo-terminal nobody sized), where lines cannot be fitted,
+ * and when an export writes its rows to stdout and stdout is the terminal too.
+ */
+export const cliProgress = (options: { readonly verbose: boolean; readonly dataOnStdout: boolean }): Layer.Layer<ProgressReporter> =>
+  isTerminal("stderr") && (process.stderr.columns ?? 0) > 0 && !(options.dataOnStdout && isTerminal("stdout"))
+    ? liveProgress(options)
+    : plainProgress
 
 /** One `--json` event line on stderr. */
 export const event = (name: string, fields: Record<string, unknown>) =>

@@ -44,6 +44,10 @@ export const formatRate = (rows: number, ms: number): string => {
   return `${Math.round(perSecond)} rows/s`
 }
 
+/** Objects a resumed run found from its interrupted attempt: left in place, listed by no manifest. */
+export const untrackedNote = (untracked: ReadonlyArray<string>): string =>
+  `${untracked.length} object(s) from an interrupted attempt, not in the manifest: ${untracked.join(", ")}`
+
 /** The per-export summary block printed on stderr when an export ends. */
 export const renderSummary = (outcome: ExportOutcome): string => {
   const rows: Array<[string, string]> = []
@@ -58,12 +62,7 @@ export const renderSummary = (outcome: ExportOutcome): string => {
     if (outcome.retries > 0) rows.push(["retries", formatCount(outcome.retries)])
     rows.push(["throughput", formatRate(outcome.rows, outcome.durationMs)])
   }
-  if (outcome.untracked && outcome.untracked.length > 0) {
-    rows.push([
-      "untracked",
-      `${outcome.untracked.length} object(s) from an interrupted attempt, not in the manifest: ${outcome.untracked.join(", ")}`
-    ])
-  }
+  if (outcome.untracked && outcome.untracked.length > 0) rows.push(["untracked", untrackedNote(outcome.untracked)])
   rows.push(["duration", formatDuration(outcome.durationMs)])
   if (outcome.error) rows.push(["error", outcome.error])
   const width = Math.max(...rows.map(([label]) => label.length)) + 2

@@ -32,6 +32,12 @@ export const verboseOption = Options.boolean("verbose").pipe(
   Options.withDescription("Show error details (causes, stack traces) for bug reports.")
 )
 
+const runVerboseOption = Options.boolean("verbose").pipe(
+  Options.withDescription(
+    "Show error details (causes, stack traces) for bug reports, the SQL each export ran, and on a terminal a block per export as it finishes instead of the closing table."
+  )
+)
+
 const resumeOption = Options.boolean("resume").pipe(
   Options.withDescription(
     "Continue the unfinished checkpointed run of each export (chunk_checkpoint: true): committed chunks/pages are kept, the rest redone."
@@ -67,7 +73,7 @@ const planOption = Options.file("plan", { exists: "yes" }).pipe(
 /** `rivet run -c export.yaml [-e name]… [--resume] [--json]` — runs the exports and prints a summary per export. */
 export const runCommand = Command.make(
   "run",
-  { config: configOption, exports: exportOption, params: paramOption, verbose: verboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption, wait: waitOption },
+  { config: configOption, exports: exportOption, params: paramOption, verbose: runVerboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption, wait: waitOption },
   ({ config, exports, params, verbose, resume, json, validate, plan, wait }) =>
     Effect.gen(function* () {
       const badParams = yield* useParams(params, config, { json })
@@ -95,7 +101,12 @@ export const runCommand = Command.make(
         yield* printErrors([new ConfigError({ path: "--wait", message: durationProblem(Option.getOrThrow(wait)), hint: "e.g. --wait 10m" })], { json })
         return new ExitCode(1)
       }
-      const running = trackRunning(json ? jsonProgress : cliProgress())
+      const selected = planned ? [...planned.keys()] : exports
+      // Rows written to the terminal would be redrawn over by the live lines: those runs get the plain lines.
+      const dataOnStdout = loaded.right.exports.some(
+        (spec) => (selected.length === 0 || selected.includes(spec.name)) && spec.destination.plugin.type === "stdout"
+      )
+      const running = trackRunning(json ? jsonProgress : cliProgress({ verbose, dataOnStdout }))
       const startedAt = Date.now()
       const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs }).pipe(
         Effect.provide(running.layer),
