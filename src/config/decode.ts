@@ -18,6 +18,7 @@ import {
   TopLevel
 } from "./model.js"
 import { metaColumnsOf } from "./meta-columns.js"
+import { partitionOf } from "./partition.js"
 import { rustTypeHint } from "./rust-keys.js"
 import { decodeMode } from "./mode.js"
 import { type PlacedExport, sharedDestinationExports, sharedDestinationProblems } from "./shared-destination.js"
@@ -209,6 +210,8 @@ const decodeExport = (
           })
         )
     }
+    const partition = partitionOf(decoded, path, destination?.plugin.type)
+    problems.add(...partition.problems)
     if (!format || formatConfig === undefined || !destination || !mode) return undefined
     const table = decoded.table?.split(".")
     return {
@@ -223,6 +226,7 @@ const decodeExport = (
       maxFileSize: decoded.max_file_size,
       columnTypes,
       metaColumns,
+      partition: partition.spec,
       notices: advisoryNotices(decoded, path),
       format: configure(format, formatConfig),
       destination

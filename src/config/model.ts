@@ -5,6 +5,7 @@ import { DurationMs } from "../core/duration.js"
 import { ByteSize } from "../core/size.js"
 import { ADVISORY_FIELDS, type ConfigNotice } from "./advisory.js"
 import { type MetaColumnKind, MetaColumnsConfig } from "./meta-columns.js"
+import { PartitionFields, type PartitionSpec } from "./partition.js"
 
 /**
  * A plugin value bound to the config block its own schema decoded. `make` builds the plugin's layer from that
@@ -100,6 +101,8 @@ export interface ExportConfig {
   readonly batchSize: number
   readonly maxFileSize?: number | undefined
   readonly columnTypes: ReadonlyMap<string, LogicalType>
+  /** `partition_by:`: Hive-style directories by column values (docs/partitioning.md). */
+  readonly partition?: PartitionSpec | undefined
   /** Columns Rivet appends after the source's (`meta_columns:`), in this order. */
   readonly metaColumns?: ReadonlyArray<MetaColumnKind> | undefined
   /** What the config says that has no effect (the Rust rivet's scheduling keys), reported by check, plan and run. */
@@ -322,6 +325,7 @@ export const ExportCore = Schema.Struct({
     })
   ),
   quality: Schema.optional(QualityConfig),
+  ...PartitionFields,
   meta_columns: Schema.optional(MetaColumnsConfig),
   on_schema_drift: Schema.optional(
     Schema.Literal("warn", "continue", "fail").annotations({

@@ -14,7 +14,12 @@ export const PartRecord = Schema.Struct({
   /** `sha256:<hex>` of the exact bytes, computed while streaming. */
   content_fingerprint: Schema.String.pipe(
     Schema.pattern(/^sha256:[0-9a-f]{64}$/, { message: () => "expected sha256:<64 lowercase hex digits>" })
-  )
+  ),
+  /**
+   * Partitioned exports: the part's partition values by directory key (`{country: "FR", created_at_month:
+   * "2024-05"}`), null for the default partition (NULL or empty); `path` holds them as `key=value/` directories.
+   */
+  partition: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.NullOr(Schema.String) }))
 })
 export type PartRecord = typeof PartRecord.Type
 

@@ -36,61 +36,78 @@ export interface UploadOptions {
   readonly onBytes: (count: number) => Effect.Effect<void>
   /** Runs before the first attempt to begin a multipart upload at `key`, so the run can clean up after it. */
   readonly onBegin?: ((key: string) => Effect.Effect<void>) | undefined
+  /** The partition values a part holds, recorded with it (partitioned exports). */
+  readonly partitionOf?: ((part: number) => PartRecord["partition"]) | undefined
 }
 
-/** Cuts each part's bytes into `blockSize` blocks, hashing and counting them on the way. */
-const toBlocks = (blockSize: number) => {
-  const pending: Array<Uint8Array> = []
-  let pendingLength = 0
-  let index = 0
-  let size = 0
-  let hash: Hash = createHash("sha256")
+/** One part's bytes not yet cut into a block, and its running totals. */
+interface PartBytes {
+  readonly pending: Array<Uint8Array>
+  pendingLength: number
+  index: number
+  size: number
+  readonly hash: Hash
+}
 
-  // Takes the first `length` pending bytes. A block inside one chunk is a view of it; only a block spanning
-  // chunks is copied, and only its own bytes (the rest stays as views).
-  const take = (length: number): Uint8Array => {
-    const first = pending[0]
-    if (first !== undefined && first.length >= length) {
-      if (first.length === length) pending.shift()
-      else pending[0] = first.subarray(length)
-      pendingLength -= length
-      return first.subarray(0, length)
+// Takes the first `length` pending bytes. A block inside one chunk is a view of it; only a block spanning
+// chunks is copied, and only its own bytes (the rest stays as views).
+const take = (state: PartBytes, length: number): Uint8Array => {
+  const { pending } = state
+  const first = pending[0]
+  if (first !== undefined && first.length >= length) {
+    if (first.length === length) pending.shift()
+    else pending[0] = first.subarray(length)
+    state.pendingLength -= length
+    return first.subarray(0, length)
+  }
+  const block = new Uint8Array(length)
+  let offset = 0
+  while (offset < length) {
+    const chunk = pending[0]!
+    const wanted = length - offset
+    if (chunk.length <= wanted) {
+      block.set(chunk, offset)
+      offset += chunk.length
+      pending.shift()
+    } else {
+      block.set(chunk.subarray(0, wanted), offset)
+      pending[0] = chunk.subarray(wanted)
+      offset = length
     }
-    const block = new Uint8Array(length)
-    let offset = 0
-    while (offset < length) {
-      const chunk = pending[0]!
-      const wanted = length - offset
-      if (chunk.length <= wanted) {
-        block.set(chunk, offset)
-        offset += chunk.length
-        pending.shift()
-      } else {
-        block.set(chunk.subarray(0, wanted), offset)
-        pending[0] = chunk.subarray(wanted)
-        offset = length
-      }
+  }
+  state.pendingLength -= length
+  return block
+}
+
+/**
+ * Cuts each part's bytes into `blockSize` blocks, hashing and counting them on the way. Pieces of several parts
+ * may interleave (a partitioned export has a part open per partition): each part keeps its own pending bytes.
+ */
+const toBlocks = (blockSize: number) => {
+  const parts = new Map<number, PartBytes>()
+  const stateOf = (part: number): PartBytes => {
+    let state = parts.get(part)
+    if (state === undefined) {
+      state = { pending: [], pendingLength: 0, index: 0, size: 0, hash: createHash("sha256") }
+      parts.set(part, state)
     }
-    pendingLength -= length
-    return block
+    return state
   }
 
   return (piece: PartPiece): Array<Block> => {
+    const state = stateOf(piece.part)
     if (piece._tag === "bytes") {
-      pending.push(piece.bytes)
-      pendingLength += piece.bytes.length
-      size += piece.bytes.length
-      hash.update(piece.bytes)
+      state.pending.push(piece.bytes)
+      state.pendingLength += piece.bytes.length
+      state.size += piece.bytes.length
+      state.hash.update(piece.bytes)
       const blocks: Array<Block> = []
-      while (pendingLength > blockSize) blocks.push({ part: piece.part, index: index++, bytes: take(blockSize) })
+      while (state.pendingLength > blockSize) blocks.push({ part: piece.part, index: state.index++, bytes: take(state, blockSize) })
       return blocks
     }
-    const last = { rows: piece.rows, size, sha256: `sha256:${hash.digest("hex")}` }
-    const block: Block = { part: piece.part, index, bytes: take(pendingLength), last }
-    index = 0
-    size = 0
-    hash = createHash("sha256")
-    return [block]
+    parts.delete(piece.part)
+    const last = { rows: piece.rows, size: state.size, sha256: `sha256:${state.hash.digest("hex")}` }
+    return [{ part: piece.part, index: state.index, bytes: take(state, state.pendingLength), last }]
   }
 }
 
@@ -186,7 +203,8 @@ export const uploadParts = <E, R>(
           path: options.keyOf(block.part),
           rows: block.last.rows,
           size_bytes: block.last.size,
-          content_fingerprint: block.last.sha256
+          content_fingerprint: block.last.sha256,
+          ...(options.partitionOf ? { partition: options.partitionOf(block.part) } : {})
         }
         yield* spans.committed(block.part, record)
         yield* options.onCommitted(record)

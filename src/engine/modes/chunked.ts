@@ -1,3 +1,4 @@
+import { numbersEveryPart } from "../../config/partition.js"
 import * as Effect from "effect/Effect"
 import type { UnitRecord } from "../../state/store.js"
 import { formatLogicalType, type LogicalType } from "../../core/batch.js"
@@ -118,7 +119,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
         last: ranges.at(-1) ?? null,
         ranges
       },
-      naming: partNamePattern("chunk", ctx.spec.name, ctx.format.extension, ctx.spec.maxFileSize !== undefined)
+      naming: partNamePattern("chunk", ctx.spec.name, ctx.format.extension, numbersEveryPart(ctx.spec))
     } satisfies ModePlan
   })
 
@@ -154,7 +155,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
               chunk: unit.index,
               nonce: makeNonce(),
               extension: ctx.format.extension,
-              sizeSplit: ctx.spec.maxFileSize !== undefined
+              sizeSplit: numbersEveryPart(ctx.spec)
             }
           }
           // The chunk may run in a worker thread, whose keys this thread never sees: the run's cleanup lists its stem.

@@ -16,6 +16,9 @@ export const planFingerprint = (ctx: ExportContext, details: Readonly<Record<str
       destination: ctx.sink.uri(),
       maxFileSize: ctx.spec.maxFileSize ?? null,
       // Only when set, so that the fingerprints of runs recorded before meta columns existed stay the same.
+      ...(ctx.spec.partition
+        ? { partition: { by: ctx.spec.partition.columns.map((column) => column.key), keep: ctx.spec.partition.keepColumns } }
+        : {}),
       ...((ctx.spec.metaColumns ?? []).length > 0 ? { metaColumns: ctx.spec.metaColumns } : {}),
       ...details
     })

@@ -1,3 +1,4 @@
+import { numbersEveryPart } from "../../config/partition.js"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { formatLogicalType } from "../../core/batch.js"
@@ -82,7 +83,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
       statements: [statementOf(ctx, pageQuery(undefined))],
       estimated_rows: yield* estimateOf(ctx, base),
       pages: { key_columns: keys, page_size: mode.pageSize },
-      naming: partNamePattern("page", ctx.spec.name, ctx.format.extension, ctx.spec.maxFileSize !== undefined)
+      naming: partNamePattern("page", ctx.spec.name, ctx.format.extension, numbersEveryPart(ctx.spec))
     } satisfies ModePlan
   })
 
@@ -121,7 +122,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
             track: keys,
             runStartedAt: journal.startedAt,
             keyOf: (part) =>
-              pagePartName(spec.name, journal.startedAt, current, ctx.format.extension, part, spec.maxFileSize !== undefined)
+              pagePartName(spec.name, journal.startedAt, current, ctx.format.extension, part, numbersEveryPart(spec))
           })
         )
         sourceRows += outcome.sourceRows

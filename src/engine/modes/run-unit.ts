@@ -8,6 +8,7 @@ import { keyText } from "../../core/key-text.js"
 import type { PartRecord } from "../../core/manifest.js"
 import { metaColumnsAppender, withMetaColumns } from "../meta-columns.js"
 import type { ColumnRef, RenderedOrBatches, SourceQuery } from "../../core/plugin.js"
+import { type PartNaming, partitionedUnit } from "../partition/unit.js"
 import { uploadParts } from "../upload-parts.js"
 import type { AttemptMeter, UnitStats } from "../live-progress.js"
 import type { UnitTimings } from "../telemetry/metrics.js"
@@ -102,6 +103,8 @@ const mayRender = (ctx: UnitContext, work: UnitWork): boolean =>
   ctx.source.openRendered !== undefined &&
   ctx.spec.transform === undefined &&
   (ctx.spec.metaColumns ?? []).length === 0 &&
+  // Rendered rows are bytes: they cannot be split by value.
+  ctx.spec.partition === undefined &&
   !(ctx.gates?.needsValues ?? false) &&
   (work.track ?? []).length === 0
 
@@ -177,17 +180,20 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
     Effect.gen(function* () {
       const startedAt = yield* nowMs
       const clocks = yield* makeClocks
-      const upload = (pieces: Stream.Stream<PartPiece, RivetError>) =>
+      const upload = (pieces: Stream.Stream<PartPiece, RivetError>, naming: PartNaming = { keyOf: work.keyOf }) =>
         Effect.flatMap(nowMs, (uploadStartedAt) =>
           uploadParts(pieces, {
             exportName: ctx.spec.name,
             sink: ctx.sink,
             contentType: ctx.format.contentType,
-            keyOf: work.keyOf,
+            keyOf: naming.keyOf,
+            partitionOf: naming.partitionOf,
             retry: ctx.retry,
             onRetry: meter.count({ retries: 1 }),
             onCommitted: (part) =>
-              Effect.zipRight(meter.count({ parts: 1 }), ctx.reporter.partCommitted?.(ctx.spec.name, part) ?? Effect.void),
+              Effect.zipRight(meter.count({ parts: 1 }), ctx.reporter.partCommitted?.(ctx.spec.name, part) ?? Effect.void).pipe(
+                Effect.zipRight(naming.committed?.(part) ?? Effect.void)
+              ),
             onBytes: (count) => meter.count({ bytes: count }),
             onBegin: (key) => Effect.sync(() => ctx.uploads?.noteKey(key))
           }).pipe(
@@ -233,15 +239,20 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
         : { schema: result.schema, batches: observed }
       const output = yield* withMeta(ctx, work, transformed)
       yield* ctx.checkSchema(output.schema)
-      yield* ctx.format.validate(output.schema)
+      const partitioned = ctx.spec.partition
+        ? yield* partitionedUnit(ctx.spec.partition, output.schema, ctx.format, ctx.spec.maxFileSize, work, ctx.spec.name)
+        : undefined
+      if (!partitioned) yield* ctx.format.validate(output.schema)
       const { gates } = ctx
       const observedByGates = gates
         ? output.batches.pipe(Stream.tap((batch) => Effect.sync(() => gates.observe(batch))))
         : output.batches
       const pieces = clocks.pipeline(observedByGates, (input) =>
-        encodeParts(input, ctx.format, output.schema, ctx.spec.maxFileSize, { exportName: ctx.spec.name, runId: work.runId })
+        partitioned
+          ? partitioned.encode(input)
+          : encodeParts(input, ctx.format, output.schema, ctx.spec.maxFileSize, { exportName: ctx.spec.name, runId: work.runId })
       )
-      const uploaded = yield* upload(pieces)
+      const uploaded = yield* upload(pieces, partitioned?.naming)
       yield* annotateUnit(uploaded)
       return { ...uploaded, sourceRows, schema: output.schema, last: [...tracker.last] }
     })

@@ -1,3 +1,4 @@
+import { numbersEveryPart } from "../../config/partition.js"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { ColumnRef, RowFilter, SourceQuery } from "../../core/plugin.js"
@@ -41,7 +42,7 @@ const singleRun = (ctx: ExportContext, setup: SingleSetup): PreparedMode => ({
       ...(columns ? { columns } : {}),
       estimated_rows: yield* estimateOf(ctx, query),
       ...setup.details,
-      naming: partNamePattern("single", ctx.spec.name, ctx.format.extension, ctx.spec.maxFileSize !== undefined)
+      naming: partNamePattern("single", ctx.spec.name, ctx.format.extension, numbersEveryPart(ctx.spec))
     }
   }),
   estimate: (plan?: ModePlan) => estimateOf(ctx, setup.queryOf(plan)),
@@ -58,7 +59,7 @@ const singleRun = (ctx: ExportContext, setup: SingleSetup): PreparedMode => ({
         runStartedAt: journal.startedAt,
         keyOf: (part) => {
           openedAt ??= ctx.now()
-          return singleRunnerPartName(spec.name, openedAt, format.extension, part, spec.maxFileSize !== undefined)
+          return singleRunnerPartName(spec.name, openedAt, format.extension, part, numbersEveryPart(spec))
         }
       })
       return {

@@ -1,0 +1,138 @@
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { Batch } from "../../core/batch.js"
+import type { FormatError } from "../../core/errors.js"
+import type { FormatDriverShape, PartEncoder, PartInfo } from "../../core/plugin.js"
+import type { PartPiece } from "../encode-parts.js"
+import { partitionDirectory } from "./escape.js"
+import { LruOpen } from "./lru.js"
+import { projectColumns, takeRows } from "./take.js"
+import type { PartitionLayout } from "./values.js"
+
+/** Where a part of a partitioned unit goes: its directory and the partition values it holds. */
+export interface PartitionOfPart {
+  readonly directory: string
+  readonly values: Readonly<Record<string, string | null>>
+}
+
+interface OpenPart {
+  readonly encoder: PartEncoder
+  readonly part: number
+  bytes: number
+  rows: number
+}
+
+/** One batch's rows grouped by partition, groups in order of first appearance: rows of group g are `order[start[g]..start[g + 1])`. */
+const groupRows = (batch: Batch, layout: PartitionLayout) => {
+  const ids = new Int32Array(batch.rowCount)
+  const index = new Map<string, number>()
+  const values: Array<ReadonlyArray<string | null>> = []
+  const row: Array<string | null> = layout.readers.map(() => null)
+  for (let r = 0; r < batch.rowCount; r++) {
+    let key = ""
+    for (let c = 0; c < layout.readers.length; c++) {
+      const { index: column, read } = layout.readers[c]!
+      const value = read(batch.columns[column]!, r)
+      // Hive writes "" and NULL to the same directory, which readers give back as NULL.
+      row[c] = value === "" ? null : value
+      key += row[c] === null ? "\u0001" : `\u0002${row[c]}`
+    }
+    let id = index.get(key)
+    if (id === undefined) {
+      id = values.length
+      index.set(key, id)
+      values.push([...row])
+    }
+    ids[r] = id
+  }
+  const start = new Int32Array(values.length + 1)
+  for (let r = 0; r < ids.length; r++) start[ids[r]! + 1]!++
+  for (let g = 0; g < values.length; g++) start[g + 1]! += start[g]!
+  const order = new Int32Array(ids.length)
+  const next = start.slice(0, values.length)
+  for (let r = 0; r < ids.length; r++) order[next[ids[r]!]!++] = r
+  return { values, start, order }
+}
+
+/**
+ * Encodes a unit's batches into parts per partition. Each batch's rows are grouped by their partition values
+ * and each group goes to its partition's open part; at most `maxOpen` parts are open at once — the least recently
+ * used is finished (its `end` emitted, so the uploader commits it) before another opens, and a later row for it
+ * opens a new part. Part numbers are unique within the unit; `partitionOf` tells a part's directory until the
+ * part is released (after its commit), so nothing is kept per partition once its parts are closed.
+ */
+export const makePartitionedEncoder = (
+  format: FormatDriverShape,
+  layout: PartitionLayout,
+  maxOpen: number,
+  maxFileSize: number | undefined,
+  info?: PartInfo
+) => {
+  const parts = new Map<number, PartitionOfPart>()
+  const encode = <E, R>(batches: Stream.Stream<Batch, E, R>): Stream.Stream<PartPiece, E | FormatError, R> => Stream.suspend(() => {
+    const open = new LruOpen<OpenPart>(maxOpen)
+    let nextPart = 0
+
+    const emit = (current: OpenPart, chunks: ReadonlyArray<Uint8Array>, out: Array<PartPiece>) => {
+      for (const bytes of chunks) {
+        if (bytes.length === 0) continue
+        current.bytes += bytes.length
+        out.push({ _tag: "bytes", part: current.part, bytes })
+      }
+    }
+
+    const close = (current: OpenPart, out: Array<PartPiece>) =>
+      Effect.map(current.encoder.finish, (chunks) => {
+        emit(current, chunks, out)
+        out.push({ _tag: "end", part: current.part, rows: current.rows })
+      })
+
+    const partFor = (directory: string, values: ReadonlyArray<string | null>, out: Array<PartPiece>) =>
+      Effect.gen(function* () {
+        const existing = open.use(directory)
+        if (existing) return existing
+        const evicted = open.evictFor()
+        if (evicted) yield* close(evicted[1], out)
+        const part = nextPart++
+        parts.set(part, { directory, values: Object.fromEntries(layout.keys.map((key, i) => [key, values[i] ?? null])) })
+        const opened: OpenPart = { encoder: yield* format.open(layout.fileSchema, info), part, bytes: 0, rows: 0 }
+        open.add(directory, opened)
+        return opened
+      })
+
+    const onBatch = (batch: Batch) =>
+      Effect.gen(function* () {
+        const out: Array<PartPiece> = []
+        if (batch.rowCount === 0) return out
+        const { values, start, order } = groupRows(batch, layout)
+        for (let g = 0; g < values.length; g++) {
+          const directory = partitionDirectory(layout.keys, values[g]!)
+          const count = start[g + 1]! - start[g]!
+          const rows =
+            values.length === 1
+              ? projectColumns(batch, layout.fileSchema, layout.fileColumns)
+              : takeRows(batch, layout.fileSchema, layout.fileColumns, order.subarray(start[g]!, start[g + 1]!), count)
+          const current = yield* partFor(directory, values[g]!, out)
+          emit(current, yield* current.encoder.write(rows), out)
+          current.rows += count
+          if (maxFileSize !== undefined && current.bytes >= maxFileSize) {
+            open.delete(directory)
+            yield* close(current, out)
+          }
+        }
+        return out
+      })
+
+    const closeAll = Effect.suspend(() => {
+      const out: Array<PartPiece> = []
+      return Effect.as(Effect.forEach(open.drain(), ([, current]) => close(current, out), { discard: true }), out)
+    })
+
+    return batches.pipe(Stream.mapEffect(onBatch), Stream.concat(Stream.fromEffect(closeAll)), Stream.flattenIterables)
+  })
+  return {
+    encode,
+    partitionOf: (part: number): PartitionOfPart | undefined => parts.get(part),
+    release: (part: number): void => void parts.delete(part)
+  }
+}
