@@ -55,6 +55,11 @@ const rowsOf = (plan: PlannedExport): Array<[string, string]> => {
   if (plan.statements.length > 1) rows.push(["last statement", plan.statements.at(-1)!])
   if (plan.statements.length > 2) rows.push(["", `(${formatCount(plan.statements.length)} statements; --json lists every one)`])
   if (plan.columns) rows.push(["columns", columnsText(plan.columns)])
+  if (plan.partitions)
+    rows.push([
+      "partitions",
+      `${plan.partitions.by.join(", ")}: ${plan.partitions.estimated === null ? "count unknown" : `~${formatCount(plan.partitions.estimated)} values of ${plan.partitions.estimate_covers.join(", ")}`}; at most ${plan.partitions.max_open} open at once`
+    ])
   rows.push(["destination", plan.destination], ["naming", plan.naming])
   for (const notice of plan.notices) rows.push(["note", notice])
   return rows

@@ -20,6 +20,7 @@ import { selectExports } from "../run.js"
 import { PLAN_VALIDITY_MS, PLAN_VERSION, type PlanFile, type PlannedExport } from "./model.js"
 import type { ConfigIdentity } from "./verify.js"
 import { makeLiveProgress } from "../live-progress.js"
+import { planPartitions } from "./partitions.js"
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -75,7 +76,11 @@ const planExport = (spec: ExportConfig, now: () => Date) =>
     }
     const prepared = yield* prepareMode(ctx)
     const plan = yield* prepared.plan
-    return { ...plan, notices } satisfies PlannedExport
+    if (spec.partition === undefined) return { ...plan, notices } satisfies PlannedExport
+    const { planned, notice } = yield* planPartitions(ctx, spec.partition)
+    if (notice !== undefined) notices.push(notice)
+    const directories = planned.by.map((key) => `${key}={${key}}/`).join("")
+    return { ...plan, naming: `${directories}${plan.naming}`, partitions: planned, notices } satisfies PlannedExport
   })
 
 const errorOf = (cause: Cause.Cause<RivetError>, spec: ExportConfig): RivetError =>

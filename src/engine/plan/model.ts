@@ -67,6 +67,15 @@ export const PlannedExport = Schema.Struct({
   window: Schema.optional(PlannedWindow),
   chunks: Schema.optional(PlannedChunks),
   pages: Schema.optional(PlannedPages),
+  /** `partition_by`: the directory keys, max_open_partitions, and the source's estimate of distinct partitions. */
+  partitions: Schema.optional(
+    Schema.Struct({
+      by: Schema.Array(Schema.String),
+      max_open: Schema.Number,
+      estimated: Schema.NullOr(Schema.Number),
+      estimate_covers: Schema.Array(Schema.String)
+    })
+  ),
   /** The destination root's URI. */
   destination: Schema.String,
   /** How the parts will be named, placeholders in braces: `orders_{YYYYMMDD}_{HHMMSS}_chunk{N}_{nonce}.parquet`. */

@@ -5,6 +5,7 @@ import { describeCause } from "../../core/errors.js"
 import { Manifest, sha256Hex } from "../../core/manifest.js"
 import type { MarkerKeys } from "../../core/naming.js"
 import { type Finding, finding, formatCount } from "./findings.js"
+import { partitionMismatch } from "../partition/check.js"
 
 /** The fields of `manifest.json` that validation relies on; others are ignored (`run_id` is absent in old ones). */
 const StoredManifest = Schema.Struct({
@@ -82,6 +83,8 @@ export const checkManifest = (
   for (const part of manifest.parts) {
     if (seen.has(part.path)) invalid(`lists ${part.path} twice (tampered manifest)`)
     seen.add(part.path)
+    const mismatch = partitionMismatch(part)
+    if (mismatch !== undefined) invalid(mismatch)
   }
   return { manifest, findings }
 }

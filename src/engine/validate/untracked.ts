@@ -1,6 +1,7 @@
 import { type MarkerKeys, partNameStart } from "../../core/naming.js"
 import { type Finding, finding } from "./findings.js"
 import type { History } from "./history.js"
+import { partFileName } from "../partition/check.js"
 
 /** What deciding which objects are untracked needs. */
 export interface UntrackedContext {
@@ -43,7 +44,7 @@ export const untrackedObjects = (
     [history.latest, ...history.kept].flatMap((found) => found?.manifest?.parts.map((part) => part.path) ?? [])
   )
   return keys.flatMap((key) => {
-    const match = named.exec(key)
+    const match = named.exec(partFileName(key))
     if (match === null || !key.endsWith(`.${context.extension}`) || listed.has(key)) return []
     const [, year, month, day, hour, minute, second] = match.map(Number)
     const namedAt = Date.UTC(year!, month! - 1, day!, hour!, minute!, second!)
