@@ -113,18 +113,22 @@ describe("partition_by", () => {
     expect(tampered.stdout + tampered.stderr).toContain('its directories say country="a/b"')
   })
 
-  it("to the S3 test server, Parquet: every partition committed before the manifest, read back exactly", async () => {
-    const prefix = "orders/"
-    const file = config([{ name: "orders", table: "part_orders", partition_by: ["country", "created_at:month"], destination: s3Destination(server, BUCKET, { prefix }) }])
+  it("to the S3 test server in Parquet and CSV: every partition committed before the manifest, read back exactly", async () => {
+    const formats = ["parquet", "csv"]
+    const file = config(
+      formats.map((format) => ({ name: `orders_${format}`, table: "part_orders", format, partition_by: ["country", "created_at:month"], destination: s3Destination(server, BUCKET, { prefix: `${format}/` }) }))
+    )
     const run = await runCli(["run", "--config", file], { env: serverEnv(server) })
     expect(run.code, run.stderr).toBe(0)
-    const manifest = await expectCommitted(server, BUCKET, prefix)
-    const dir = tempDir()
-    for (const part of manifest.parts) {
-      fs.mkdirSync(path.dirname(path.join(dir, part.path)), { recursive: true })
-      fs.writeFileSync(path.join(dir, part.path), await server.getObject(BUCKET, `${prefix}${part.path}`))
+    for (const format of formats) {
+      const manifest = await expectCommitted(server, BUCKET, `${format}/`)
+      const dir = tempDir()
+      for (const part of manifest.parts) {
+        fs.mkdirSync(path.dirname(path.join(dir, part.path)), { recursive: true })
+        fs.writeFileSync(path.join(dir, part.path), await server.getObject(BUCKET, `${format}/${part.path}`))
+      }
+      await expectOrdersBack(format, dir)
     }
-    await expectOrdersBack("parquet", dir)
     expect(await server.listMultipartUploads(BUCKET)).toEqual([])
   })
 
