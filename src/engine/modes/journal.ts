@@ -6,6 +6,7 @@ import type { RunRecord } from "../../state/store.js"
 import { ConfigError, StateError } from "../../core/errors.js"
 import { makeRunId } from "../../core/naming.js"
 import type { ExportContext } from "./context.js"
+import { joinRun } from "./join-run.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
 
 const resetHint = (name: string) => `or start over with \`rivet state reset -c <config> -e ${name}\``
@@ -20,6 +21,7 @@ export const openJournal = Effect.fn("Pipeline.openJournal")(function* (
   prepared: PreparedMode,
   resume: boolean
 ) {
+  if (ctx.worker !== undefined) return yield* joinRun(ctx, prepared, ctx.worker)
   const { spec, state } = ctx
   const unfinished: Option.Option<RunRecord> = prepared.checkpointed
     ? yield* state.unfinishedRun(spec.name)
