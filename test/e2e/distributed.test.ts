@@ -196,5 +196,15 @@ describe("rivet run --worker: one chunked run shared by several processes", () =
     expect(redone.claims).toBe(2)
     expect(redone.worker).not.toContain(`/${doomed.child.pid}`)
     expect(units.every((unit) => unit.status === "done")).toBe(true)
+
+    // `rivet state show` names the run, its workers' units and the chunk that was redone.
+    const shown = await runCli(["state", "show", "-c", config], { env })
+    expect(shown.code, shown.stderr).toBe(0)
+    // The killed worker may have held one claim or two (parallel: 2).
+    expect(shown.stdout).toMatch(new RegExp(`dist: distributed run 'dist_kill-1': ${CHUNKS} of ${CHUNKS} chunks done, 0 waiting for a worker, [12] redone after a lost claim`))
+    expect(shown.stdout).toMatch(/ {2}worker \S+\/\d+: \d+ done, 0 running; last heartbeat [\d.]+ s ago/)
+    const json = JSON.parse((await runCli(["state", "show", "-c", config, "--json"], { env })).stdout) as Array<{ distributed_run: { redone: number; workers: Array<unknown> } }>
+    expect(json[0]?.distributed_run.redone).toBeGreaterThanOrEqual(1)
+    expect(json[0]?.distributed_run.workers.length).toBeGreaterThanOrEqual(1)
   }, 60_000)
 })
