@@ -10,8 +10,12 @@ import type { ExportContext } from "./context.js"
 import type { RunJournal } from "./mode.js"
 import type { UnitOutcome } from "./run-unit.js"
 
-/** How often a worker asks again while every pending unit is claimed by a live worker (or the cap is reached). */
+/**
+ * How soon a claim loop asks again while every pending unit is claimed by a live worker (or the cap is reached):
+ * doubling up to the maximum, so that many idle loops do not queue on the run's row lock.
+ */
 const BUSY_POLL_MS = 250
+const BUSY_POLL_MAX_MS = 2_000
 /** How often a worker whose units are all done asks whether the run got published. */
 const PUBLISH_POLL_MS = 500
 
@@ -85,11 +89,17 @@ export const executeClaimed = (
 
     const loop = (runner: ChunkRunner) =>
       Effect.gen(function* () {
+        let waitMs = BUSY_POLL_MS
         for (;;) {
           const result = yield* claims.claim({ runId, worker: worker.id, ttlMs, cap: deps.parallel })
           if (result._tag === "AllDone") return
-          if (result._tag === "Busy") yield* Effect.sleep(BUSY_POLL_MS)
-          else yield* runClaimed(runner, result.claim)
+          if (result._tag === "Busy") {
+            yield* Effect.sleep(waitMs * (0.75 + Math.random() / 2))
+            waitMs = Math.min(waitMs * 2, BUSY_POLL_MAX_MS)
+          } else {
+            waitMs = BUSY_POLL_MS
+            yield* runClaimed(runner, result.claim)
+          }
         }
       })
 
@@ -100,10 +110,11 @@ export const executeClaimed = (
       })
     )
 
+    const published = Effect.map(state.run(runId), (run) => run._tag === "Some" && run.value.status === "success")
     for (;;) {
-      const run = yield* state.run(runId)
-      if (run._tag === "Some" && run.value.status === "success") return { finished }
-      if (yield* worker.claimPublish) break
+      if (yield* published) return { finished }
+      // Asked again once the lease is ours: the publisher may have finished and released it in between.
+      if ((yield* worker.claimPublish) && !(yield* published)) break
       yield* Effect.sleep(PUBLISH_POLL_MS)
     }
     // Only parts of done units, each recorded by the one claim that committed it.
