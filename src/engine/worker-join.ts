@@ -73,6 +73,15 @@ export const joinAsWorker = (
         hint: "use mode: chunked, or run this export without --worker (select exports with -e)"
       })
     }
+    const now = Date.now()
+    const plain = (yield* state.leases(spec.name)).find((lease) => lease.key === spec.name && Date.parse(lease.expiresAt) > now)
+    if (plain !== undefined) {
+      return yield* new StateError({
+        message: `export '${spec.name}' is being run by ${describeHolder(plain)} without --worker; workers join only a distributed run`,
+        hint: `let that run finish first; its lease expires at ${plain.expiresAt} if its process is gone`,
+        retryable: true
+      })
+    }
     const runId = `${spec.name}_${settings.runId}`
     const host = os.hostname()
     const proof: LeaseProof = { key: `${runId}/publish`, token: randomBytes(12).toString("hex") }

@@ -184,6 +184,12 @@ describe("rivet run --worker: one chunked run shared by several processes", () =
     doomed.child.kill("SIGKILL")
     await doomed.exited
 
+    // A plain run beside the distributed one would redo claimed chunks: refused, naming how to continue it.
+    const plain = await runCli(["run", "-c", config], { env })
+    expect(plain.code, plain.stderr).toBe(2)
+    expect(plain.stderr).toContain("is being run by the workers of distributed run 'dist_kill-1'")
+    expect(plain.stderr).toContain("--worker --run-id kill-1")
+
     const workers = [0, 1].map(() => startWorker(config, "kill-1", env))
     const codes = await Promise.all(workers.map((worker) => worker.exited))
     workers.forEach((worker, i) => expect(codes[i], worker.stderr()).toBe(0))

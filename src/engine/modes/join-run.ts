@@ -59,3 +59,13 @@ export const joinRun = Effect.fn("Pipeline.joinRun")(function* (ctx: ExportConte
   )
   return { runId: run.runId, startedAt: new Date(run.startedAt), resumed: true } satisfies RunJournal
 })
+
+/** The export's distributed run that workers are still running, if any (PostgreSQL state only). */
+export const runningDistributedRun = (ctx: ExportContext): Effect.Effect<string | undefined, StateError> =>
+  Effect.gen(function* () {
+    if (ctx.state.claims === undefined) return undefined
+    const runId = (yield* ctx.state.claims.leases(ctx.spec.name))[0]?.runId
+    if (runId === undefined) return undefined
+    const run = yield* ctx.state.run(runId)
+    return Option.isSome(run) && run.value.status === "running" ? runId : undefined
+  })
