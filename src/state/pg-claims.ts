@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import { randomUUID } from "node:crypto"
 import type { StateError } from "../core/errors.js"
 import type { PartRecord } from "../core/manifest.js"
 import { RUN_COLUMNS, runValues, toUnit } from "./rows.js"
@@ -77,7 +78,7 @@ export const makePgClaims = (db: SqlBackend): UnitClaimsShape => {
           return int(pending[0]?.["n"]) > 0 ? ({ _tag: "Busy" } as const) : ({ _tag: "AllDone" } as const)
         }
         const unit = toUnit(row)
-        const token = crypto.randomUUID()
+        const token = randomUUID()
         yield* tx.run(
           `UPDATE rivet_units SET worker = ?, claim_token = ?, claimed_at = ${NOW}, heartbeat_at = ${NOW},
              expires_at = ${NOW_PLUS}, claims = claims + 1 WHERE run_id = ? AND idx = ?`,
