@@ -5,9 +5,12 @@ import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runCli, writeConfig } from "../support/cli.js"
 import { testPgUrl } from "../support/pg.js"
+import type { S3TestServer } from "../support/s3/server.js"
+import { expectCommitted, serverEnv, startWithBucket } from "./s3-support.js"
 
 // Several `rivet run --worker` processes (standing for several machines) share one chunked run through the
-// PostgreSQL state. 200 000 rows rather than the issue's 1M keep the file under ~40 s; each chunk's statement is
+// PostgreSQL state (a local directory, and the S3 test server for the crash case). 200 000 rows rather than the
+// issue's 1M keep the file under ~40 s; each chunk's statement is
 // slowed down by a function that sleeps every 1 000th row (~1 s per chunk), so statements overlap long enough for
 // the cap on concurrent source statements to be observed in pg_stat_activity.
 
@@ -17,9 +20,11 @@ const ROWS = 200_000
 const CHUNKS = 10
 
 let sql: postgres.Sql
+let server: S3TestServer
 const dirs: Array<string> = []
 
 beforeAll(async () => {
+  server = await startWithBucket("dist")
   sql = postgres(testPgUrl(), { max: 1, onnotice: () => {} })
   await sql.unsafe(`DROP TABLE IF EXISTS ${TABLE};
     CREATE TABLE ${TABLE} (id bigint PRIMARY KEY, label text NOT NULL);
@@ -29,6 +34,7 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(async () => {
+  await server?.stop()
   await sql.unsafe(`DROP TABLE IF EXISTS ${TABLE}; DROP FUNCTION IF EXISTS dist_slow(bigint)`)
   await sql.end()
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
@@ -41,7 +47,7 @@ const freshState = async (name: string) => {
   return { schema, url: `${testPgUrl()}${testPgUrl().includes("?") ? "&" : "?"}search_path=${schema}` }
 }
 
-const configIn = (dir: string | undefined, chunkSize = ROWS / CHUNKS): string => {
+const configIn = (dir: string | undefined, chunkSize = ROWS / CHUNKS, destination = `{ type: local, path: ${dir ?? "out"} }`): string => {
   const yaml = `source: { type: postgres, url: "${testPgUrl()}" }
 exports:
   - name: dist
@@ -51,7 +57,7 @@ exports:
     chunk_size: ${chunkSize}
     parallel: 2
     format: csv
-    destination: { type: local, path: ${dir ?? "out"} }
+    destination: ${destination}
 `
   const file = writeConfig(yaml)
   dirs.push(path.dirname(file))
@@ -88,6 +94,9 @@ const peakStatements = async (done: Promise<unknown>): Promise<number> => {
   return peak
 }
 
+/** The ids in the CSV parts, header skipped. */
+const idsIn = (csv: string) => csv.trim().split("\n").slice(1).map((line) => Number(line.split(",")[0]))
+
 /** The ids in the parts the manifest lists, in order. */
 const manifestIds = (out: string) => {
   const manifest = JSON.parse(fs.readFileSync(path.join(out, "manifest.json"), "utf8")) as {
@@ -96,7 +105,7 @@ const manifestIds = (out: string) => {
     parts: Array<{ path: string; rows: number }>
   }
   const ids = manifest.parts.flatMap((part) =>
-    fs.readFileSync(path.join(out, part.path), "utf8").trim().split("\n").slice(1).map((line) => Number(line.split(",")[0]))
+    idsIn(fs.readFileSync(path.join(out, part.path), "utf8"))
   )
   return { manifest, ids }
 }
@@ -166,11 +175,11 @@ describe("rivet run --worker: one chunked run shared by several processes", () =
     expect(anonymous.stderr).toContain("RIVET_RUN_ID")
   }, 60_000)
 
-  it("a worker killed mid-chunk: its claim expires and another worker redoes that chunk, exactly once", async () => {
+  it("a worker killed mid-chunk (S3 destination): its claim expires and another worker redoes that chunk, exactly once", async () => {
     const state = await freshState("kill")
-    const config = configIn(undefined)
-    const out = path.join(path.dirname(config), "out")
-    const env = { RIVET_STATE_URL: state.url, RIVET_LEASE_TTL: "3s" }
+    const destination = JSON.stringify({ type: "s3", bucket: "dist", prefix: "kill/", region: server.region, endpoint: server.endpoint })
+    const config = configIn(undefined, ROWS / CHUNKS, destination)
+    const env = { ...serverEnv(server), RIVET_STATE_URL: state.url, RIVET_LEASE_TTL: "3s" }
     const doomed = startWorker(config, "kill-1", env)
     let held: number | undefined
     for (const until = Date.now() + 20_000; held === undefined && Date.now() < until; ) {
@@ -194,7 +203,11 @@ describe("rivet run --worker: one chunked run shared by several processes", () =
     const codes = await Promise.all(workers.map((worker) => worker.exited))
     workers.forEach((worker, i) => expect(codes[i], worker.stderr()).toBe(0))
 
-    const { ids } = manifestIds(out)
+    const manifest = await expectCommitted(server, "dist", "kill/")
+    const decoder = new TextDecoder()
+    const ids = (await Promise.all(manifest.parts.map((part) => server.getObject("dist", `kill/${part.path}`)))).flatMap((bytes) =>
+      idsIn(decoder.decode(bytes))
+    )
     expectEveryIdOnce(ids)
     const units = await unitsOf(state.schema)
     const redone = units.find((unit) => unit.idx === held)!
