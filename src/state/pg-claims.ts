@@ -131,16 +131,23 @@ export const makePgClaims = (db: SqlBackend): UnitClaimsShape => {
     )
   })
 
-  const leases = Effect.fn("StateStore.unitLeases")(function* (exportName: string) {
-    const rows = yield* db.all(
-      `SELECT u.run_id, u.idx, u.status, u.worker, u.claimed_at, u.heartbeat_at, u.expires_at, u.claims
-       FROM rivet_units u WHERE u.run_id = (
-         SELECT r.run_id FROM rivet_runs r WHERE r.export_name = ?
-           AND EXISTS (SELECT 1 FROM rivet_units c WHERE c.run_id = r.run_id AND c.claims > 0)
-         ORDER BY r.started_at DESC, r.run_id DESC LIMIT 1)
-       ORDER BY u.idx`,
-      [exportName]
-    )
+  const leases = Effect.fn("StateStore.unitLeases")(function* (exportName: string, runId?: string | undefined) {
+    const columns = "u.run_id, u.idx, u.status, u.worker, u.claimed_at, u.heartbeat_at, u.expires_at, u.claims"
+    const rows =
+      runId !== undefined
+        ? yield* db.all(
+          `SELECT ${columns} FROM rivet_units u JOIN rivet_runs r ON r.run_id = u.run_id
+           WHERE u.run_id = ? AND r.export_name = ? ORDER BY u.idx`,
+          [runId, exportName]
+        )
+      : yield* db.all(
+          `SELECT ${columns} FROM rivet_units u WHERE u.run_id = (
+             SELECT r.run_id FROM rivet_runs r WHERE r.export_name = ?
+               AND EXISTS (SELECT 1 FROM rivet_units c WHERE c.run_id = r.run_id AND c.claims > 0)
+             ORDER BY r.started_at DESC, r.run_id DESC LIMIT 1)
+           ORDER BY u.idx`,
+          [exportName]
+        )
     return rows.map(
       (row): UnitLease => ({
         runId: text(row["run_id"]),

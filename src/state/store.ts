@@ -288,8 +288,8 @@ export interface UnitClaimsShape {
   ) => Effect.Effect<boolean, StateError>
   /** Gives the unit back (a failed attempt): another worker may claim it at once. */
   readonly release: (runId: string, claim: UnitClaim) => Effect.Effect<void, StateError>
-  /** Units of an export's unfinished and most recent distributed runs, by run and index. */
-  readonly leases: (exportName: string) => Effect.Effect<ReadonlyArray<UnitLease>, StateError>
+  /** The units of an export's most recent distributed run (or of the run given), by index. */
+  readonly leases: (exportName: string, runId?: string | undefined) => Effect.Effect<ReadonlyArray<UnitLease>, StateError>
 }
 
 export class StateStore extends Context.Tag("rivet/StateStore")<StateStore, StateStoreShape>() {}

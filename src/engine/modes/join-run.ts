@@ -63,9 +63,11 @@ export const joinRun = Effect.fn("Pipeline.joinRun")(function* (ctx: ExportConte
 /** The export's distributed run that workers are still running, if any (PostgreSQL state only). */
 export const runningDistributedRun = (ctx: ExportContext): Effect.Effect<string | undefined, StateError> =>
   Effect.gen(function* () {
-    if (ctx.state.claims === undefined) return undefined
-    const runId = (yield* ctx.state.claims.leases(ctx.spec.name))[0]?.runId
-    if (runId === undefined) return undefined
-    const run = yield* ctx.state.run(runId)
-    return Option.isSome(run) && run.value.status === "running" ? runId : undefined
+    // The newest unfinished checkpointed run comes from an index; only its own units are read, and only then.
+    const { claims } = ctx.state
+    if (claims === undefined) return undefined
+    const run = yield* ctx.state.unfinishedRun(ctx.spec.name)
+    if (Option.isNone(run) || run.value.status !== "running") return undefined
+    const units = yield* claims.leases(ctx.spec.name, run.value.runId)
+    return units.some((unit) => unit.claims > 0) ? run.value.runId : undefined
   })
