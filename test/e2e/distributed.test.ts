@@ -166,7 +166,7 @@ describe("rivet run --worker: one chunked run shared by several processes", () =
     expect(refused.stderr).toContain("cannot join run 'dist_nightly-1'")
 
     // The SQLite state cannot be shared: refused, naming the variable.
-    const local = await runCli(["run", "-c", config, "--worker", "--run-id", "nightly-2"])
+    const local = await runCli(["run", "-c", config, "--worker", "--run-id", "nightly-2"], { env: { RIVET_STATE_URL: "" } })
     expect(local.code, local.stderr).toBe(1)
     expect(local.stderr).toContain("RIVET_STATE_URL")
     // No run id: refused.
