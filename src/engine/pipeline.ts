@@ -9,6 +9,7 @@ import { dateReader } from "../core/clock.js"
 import type { ExportConfig } from "../config/model.js"
 import { describeCause, IntegrityError, type SinkError, StateError } from "../core/errors.js"
 import { acquireLease, DEFAULT_LEASE_TTL_MS, type LeaseSettings } from "./lease.js"
+import { joinAsWorker, type WorkerSettings } from "./worker-join.js"
 import {
   encodeManifest,
   encodeSuccessMarker,
@@ -42,8 +43,11 @@ export { resolveSql } from "./modes/context.js"
 export interface ExportResult {
   readonly exportName: string
   readonly runId: string
-  /** `skipped`: `skip_empty` was set and the run found no rows, so nothing was written. */
-  readonly status: "success" | "skipped"
+  /**
+   * `skipped`: `skip_empty` was set and the run found no rows, so nothing was written. `joined`: a worker
+   * (`--worker`) whose run another worker published.
+   */
+  readonly status: "success" | "skipped" | "joined"
   readonly mode: ExportConfig["mode"]["kind"]
   /** True when this run continued an interrupted checkpointed run. */
   readonly resumed: boolean
@@ -75,6 +79,8 @@ export interface RunOptions {
   readonly plan?: ModePlan | undefined
   /** The export's lease: its time to live and how long to wait for another run holding it (default: 60 s, no wait). */
   readonly lease?: LeaseSettings | undefined
+  /** `rivet run --worker`: join the distributed run named here instead of taking the export's lease. */
+  readonly worker?: WorkerSettings | undefined
 }
 
 /** Objects named like this run's parts that the manifest does not list: leftovers of an interrupted attempt. */
@@ -172,12 +178,16 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   const progress = yield* makeLiveProgress(spec.name, startedAt)
   const state = yield* StateStore
   const keys = markerKeys(spec.name, spec.sharedDestination === true)
-  // Taken before anything reads the cursor, the destination or the source: one run per export at a time.
-  const lease = yield* acquireLease(
-    { exportName: spec.name, state, reporter },
-    options.lease ?? { ttlMs: DEFAULT_LEASE_TTL_MS, waitMs: 0 },
-    { resume: options.resume ?? false }
-  )
+  // Taken before anything reads the cursor, the destination or the source: one run per export at a time — or, for
+  // a worker of a distributed run, the run's publish lease, taken once all its units are done.
+  const joined = options.worker ? yield* joinAsWorker(spec, state, options.worker) : undefined
+  const lease =
+    joined?.lease ??
+    (yield* acquireLease(
+      { exportName: spec.name, state, reporter },
+      options.lease ?? { ttlMs: DEFAULT_LEASE_TTL_MS, waitMs: 0 },
+      { resume: options.resume ?? false }
+    ))
   const cursorFrom = Option.getOrNull(yield* state.cursor(spec.name))
   const drift = yield* makeDriftCheck(spec, state, reporter)
   const gates = spec.quality ? new QualityGates(spec.name, spec.quality) : undefined
@@ -196,9 +206,11 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     gates,
     checkSchema: drift.check,
     uploads,
+    worker: joined?.worker,
     chunkRunner: (lanes) => chunkRunnerFor(ctx, options.lanes)(lanes)
   }
-  if (ctx.sink.sweep) {
+  // Other workers' temp files are not leftovers.
+  if (ctx.sink.sweep && !joined) {
     const swept = yield* ctx.sink.sweep
     if (swept.length > 0) {
       yield* reporter.notice(spec.name, `removed ${swept.length} temp file(s) left by an interrupted earlier run`)
@@ -242,6 +254,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     // Every unit is done: one last tick shows where the export ended, whatever the interval.
     yield* Effect.flatMap(progress.snapshot, reporter.tick)
     const total = totals(outcome.parts)
+    if (outcome.publishedElsewhere) return { outcome, total, manifest: undefined, untracked: [], status: "joined" as const }
     if (spec.skipEmpty && total.rows === 0) {
       yield* ctx.state.finishRun(journal.runId, { status: "skipped", finishedAt: now().toISOString(), ...total })
       return { outcome, total, manifest: undefined, untracked: [], status: "skipped" as const }
@@ -282,7 +295,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   const record = (produced: Effect.Effect.Success<typeof produce>) =>
     Effect.gen(function* () {
       const { outcome, total, manifest, status } = produced
-      if (status === "skipped") return produced
+      if (status !== "success") return produced
       const published = manifest
         ? `${keys.manifest} and ${keys.success} written at ${ctx.sink.uri()}`
         : `its ${total.parts} file(s) written`
@@ -317,7 +330,8 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     Effect.catchAll((error) => Effect.flatMap(lease.lostNow, (lost) => Effect.fail(Option.getOrElse(lost, () => error)))),
     Effect.flatMap(record),
     Effect.onExit((exit) =>
-      Exit.isSuccess(exit)
+      // A worker's failure is not its run's: the other workers go on, and its unit went back to them.
+      Exit.isSuccess(exit) || joined
         ? Effect.void
         : Effect.flatMap(progress.snapshot, (reached) =>
             ctx.state.finishRun(journal.runId, {

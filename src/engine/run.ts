@@ -44,6 +44,8 @@ export interface RunConfigOptions {
    * is refused when its config or stored cursor moved since.
    */
   readonly plans?: ReadonlyMap<string, ModePlan> | undefined
+  /** `rivet run --worker --run-id <id>`: join that distributed run (chunked exports, PostgreSQL state). */
+  readonly workerRunId?: string | undefined
 }
 
 export type ExportRun<E = never> =
@@ -89,7 +91,8 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
     sourceType: config.source.plugin.type,
     ...(options.retry ? { retry: options.retry } : {}),
     resume: options.resume ?? false,
-    lanes: laneSettings(config, options.env ?? process.env)
+    lanes: laneSettings(config, options.env ?? process.env),
+    ...(options.workerRunId === undefined ? {} : { worker: { runId: options.workerRunId, ttlMs } })
   }
   const runs: Array<ExportRun> = []
   for (const spec of selected) {
@@ -108,7 +111,8 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
       yield* reporter.finished({
         exportName: spec.name,
         runId: result.runId,
-        status: result.status,
+        // A worker whose run another worker published did its share successfully.
+        status: result.status === "joined" ? "success" : result.status,
         mode: result.mode,
         untracked: result.untracked,
         rows: result.rows,

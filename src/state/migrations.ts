@@ -91,6 +91,19 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
         expires_at TEXT NOT NULL
       )`
     ]
+  },
+  {
+    version: 3,
+    description: "unit claims: workers of a distributed run lease units",
+    // Nullable or defaulted columns only: runs recorded before keep their meaning (no worker, never claimed).
+    statements: [
+      "ALTER TABLE rivet_units ADD COLUMN worker TEXT",
+      "ALTER TABLE rivet_units ADD COLUMN claim_token TEXT",
+      "ALTER TABLE rivet_units ADD COLUMN claimed_at TEXT",
+      "ALTER TABLE rivet_units ADD COLUMN heartbeat_at TEXT",
+      "ALTER TABLE rivet_units ADD COLUMN expires_at TEXT",
+      "ALTER TABLE rivet_units ADD COLUMN claims INTEGER NOT NULL DEFAULT 0"
+    ]
   }
 ]
 

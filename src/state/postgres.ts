@@ -10,6 +10,7 @@ import { migrate } from "./migrations.js"
 import type { RetryPolicy } from "../core/retry.js"
 import { retryingBackend, STATE_RETRY_POLICY } from "./retrying.js"
 import type { SqlExecutor, SqlRow } from "./sql.js"
+import { makePgClaims } from "./pg-claims.js"
 import { makeSqlStore } from "./sql-store.js"
 import { StateStore } from "./store.js"
 
@@ -128,6 +129,6 @@ export const postgresStateLayer = (url: string, retry: RetryPolicy = STATE_RETRY
 
       const backend = retryingBackend({ location, ...executorOf(sql), transaction, migrationLock: MIGRATION_LOCK }, retry)
       yield* migrate(backend)
-      return makeSqlStore(backend)
+      return { ...makeSqlStore(backend), claims: makePgClaims(backend) }
     })
   )

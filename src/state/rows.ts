@@ -1,4 +1,4 @@
-import { int, optText, text, type SqlRow } from "./sql.js"
+import { int, optText, text, type SqlRow, type SqlValue } from "./sql.js"
 import type { CommittedPart, CursorState, LeaseHolder, RunRecord, RunStatus, UnitRecord } from "./store.js"
 
 /** Column lists and row → record mappers shared by the store's queries. */
@@ -9,6 +9,22 @@ export const PART_COLUMNS = "run_id, export_name, unit, path, row_count, size_by
 /** Runs that `rivet run --resume` may continue (and that `reset` abandons). */
 export const UNFINISHED = "checkpointed = 1 AND status IN ('running', 'failed', 'interrupted')"
 export const NEWEST_RUN_FIRST = "started_at DESC, run_id DESC"
+
+/** A run's values in `RUN_COLUMNS` order. */
+export const runValues = (run: RunRecord): Array<SqlValue> => [
+  run.runId,
+  run.exportName,
+  run.mode,
+  run.startedAt,
+  run.finishedAt ?? null,
+  run.status,
+  run.rows,
+  run.parts,
+  run.bytes,
+  run.error ?? null,
+  run.checkpointed ? 1 : 0,
+  run.planFingerprint ?? null
+]
 
 export const toRun = (row: SqlRow): RunRecord => ({
   runId: text(row["run_id"]),

@@ -8,6 +8,7 @@ import {
   NEWEST_RUN_FIRST,
   PART_COLUMNS,
   RUN_COLUMNS,
+  runValues,
   toCursor,
   toLease,
   toPart,
@@ -43,6 +44,35 @@ const sameCursor = (a: CursorState | undefined, b: CursorState | undefined): boo
 const showCursor = (cursor: CursorState | undefined): string =>
   cursor === undefined ? "none (no cursor stored)" : `${cursor.column} = ${cursor.value}`
 
+/** Records a unit's (or run's) parts; a path recorded again replaces its record. */
+export const insertParts = (
+  tx: SqlExecutor,
+  target: { runId: string; exportName: string; unit: number | undefined; firstOrdinal: number; committedAt: string },
+  parts: ReadonlyArray<PartRecord>
+) =>
+  Effect.forEach(
+    parts,
+    (part, i) =>
+      tx.run(
+        `INSERT INTO rivet_parts (${PART_COLUMNS}, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (run_id, path) DO UPDATE SET unit = excluded.unit, row_count = excluded.row_count,
+           size_bytes = excluded.size_bytes, fingerprint = excluded.fingerprint,
+           committed_at = excluded.committed_at, ordinal = excluded.ordinal`,
+        [
+          target.runId,
+          target.exportName,
+          target.unit ?? null,
+          part.path,
+          part.rows,
+          part.size_bytes,
+          part.content_fingerprint,
+          target.committedAt,
+          target.firstOrdinal + i
+        ]
+      ),
+    { discard: true }
+  )
+
 export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
   const noSuchRun = (runId: string) =>
     new StateError({
@@ -54,34 +84,6 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
   const exportOfRun = (tx: SqlExecutor, runId: string) =>
     Effect.flatMap(tx.all("SELECT export_name FROM rivet_runs WHERE run_id = ?", [runId]), (rows) =>
       rows[0] === undefined ? Effect.fail(noSuchRun(runId)) : Effect.succeed(text(rows[0]["export_name"]))
-    )
-
-  const insertParts = (
-    tx: SqlExecutor,
-    target: { runId: string; exportName: string; unit: number | undefined; firstOrdinal: number; committedAt: string },
-    parts: ReadonlyArray<PartRecord>
-  ) =>
-    Effect.forEach(
-      parts,
-      (part, i) =>
-        tx.run(
-          `INSERT INTO rivet_parts (${PART_COLUMNS}, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (run_id, path) DO UPDATE SET unit = excluded.unit, row_count = excluded.row_count,
-             size_bytes = excluded.size_bytes, fingerprint = excluded.fingerprint,
-             committed_at = excluded.committed_at, ordinal = excluded.ordinal`,
-          [
-            target.runId,
-            target.exportName,
-            target.unit ?? null,
-            part.path,
-            part.rows,
-            part.size_bytes,
-            part.content_fingerprint,
-            target.committedAt,
-            target.firstOrdinal + i
-          ]
-        ),
-      { discard: true }
     )
 
   const upsertCursor = (tx: SqlExecutor, exportName: string, cursor: CursorState, updatedAt: string) =>
@@ -102,20 +104,7 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
   const beginRun = Effect.fn("StateStore.beginRun")(function* (run: RunRecord) {
     const inserted = yield* db.run(
       `INSERT INTO rivet_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
-      [
-        run.runId,
-        run.exportName,
-        run.mode,
-        run.startedAt,
-        nullable(run.finishedAt),
-        run.status,
-        run.rows,
-        run.parts,
-        run.bytes,
-        nullable(run.error),
-        run.checkpointed ? 1 : 0,
-        nullable(run.planFingerprint)
-      ]
+      runValues(run)
     )
     if (inserted === 0) {
       return yield* new StateError({

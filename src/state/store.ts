@@ -223,8 +223,73 @@ export interface StateStoreShape {
   /** Leases held (expired ones included), by key; those of one export when given. */
   readonly leases: (exportName?: string | undefined) => Effect.Effect<ReadonlyArray<LeaseHolder>, StateError>
 
+  /** Units claimed by workers of distributed runs (`rivet run --worker`); PostgreSQL state only. */
+  readonly claims?: UnitClaimsShape | undefined
+
   readonly schemaBaseline: (exportName: string) => Effect.Effect<Option.Option<SchemaBaseline>, StateError>
   readonly setSchemaBaseline: (exportName: string, baseline: SchemaBaseline) => Effect.Effect<void, StateError>
+}
+
+/** A worker's lease on one unit of a distributed run. */
+export interface UnitClaim {
+  readonly unit: UnitRecord
+  /** Only this claim may renew, commit or release the unit. */
+  readonly token: string
+}
+
+export type ClaimResult =
+  | { readonly _tag: "Claimed"; readonly claim: UnitClaim }
+  /** Pending units remain, but every one is leased by a live worker or the run's `parallel` cap is reached. */
+  | { readonly _tag: "Busy" }
+  /** Every unit of the run is done. */
+  | { readonly _tag: "AllDone" }
+
+/** Who holds (or last held) a unit of a distributed run, for `rivet state show`. */
+export interface UnitLease {
+  readonly runId: string
+  readonly index: number
+  readonly status: "pending" | "done"
+  readonly worker?: string | undefined
+  readonly claimedAt?: string | undefined
+  readonly heartbeatAt?: string | undefined
+  readonly expiresAt?: string | undefined
+  /** How many times the unit was claimed: more than 1 when a worker's lease expired and another redid it. */
+  readonly claims: number
+}
+
+/**
+ * Units of one run shared by worker processes on many machines. Times come from the state database's clock, so
+ * the workers' clocks need not agree.
+ */
+export interface UnitClaimsShape {
+  /** Journals the run with its whole plan in one transaction, unless it exists: `true` when this call created it. */
+  readonly createRun: (run: RunRecord, units: ReadonlyArray<UnitRecord>) => Effect.Effect<boolean, StateError>
+  /**
+   * Claims one pending unit whose lease is free or expired, unless `cap` units of the run are leased already
+   * (`SELECT … FOR UPDATE SKIP LOCKED` under a lock of the run's row).
+   */
+  readonly claim: (request: {
+    readonly runId: string
+    readonly worker: string
+    readonly ttlMs: number
+    readonly cap: number
+  }) => Effect.Effect<ClaimResult, StateError>
+  /** Extends the claim by `ttlMs`; false when the claim was lost (expired and taken by another worker). */
+  readonly renew: (runId: string, claim: UnitClaim, ttlMs: number) => Effect.Effect<boolean, StateError>
+  /**
+   * Marks the unit done with its parts in one transaction. False, recording nothing, when the claim was lost: the
+   * unit is another worker's now, and these parts are listed by no manifest.
+   */
+  readonly commit: (
+    runId: string,
+    claim: UnitClaim,
+    rows: number,
+    parts: ReadonlyArray<PartRecord>
+  ) => Effect.Effect<boolean, StateError>
+  /** Gives the unit back (a failed attempt): another worker may claim it at once. */
+  readonly release: (runId: string, claim: UnitClaim) => Effect.Effect<void, StateError>
+  /** The units of an export's most recent distributed run (or of the run given), by index. */
+  readonly leases: (exportName: string, runId?: string | undefined) => Effect.Effect<ReadonlyArray<UnitLease>, StateError>
 }
 
 export class StateStore extends Context.Tag("rivet/StateStore")<StateStore, StateStoreShape>() {}

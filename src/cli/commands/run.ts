@@ -8,6 +8,7 @@ import { durationProblem, parseDuration } from "../../core/duration.js"
 import { ConfigError } from "../../core/errors.js"
 import { loadPlanFor } from "../../engine/plan/file.js"
 import { runConfig } from "../../engine/run.js"
+import { checkRunId, RUN_ID_VARIABLE } from "../../engine/worker-join.js"
 import { telemetryLayer } from "../../engine/telemetry/layer.js"
 import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { printStatements } from "../plan-render.js"
@@ -70,11 +71,24 @@ const planOption = Options.file("plan", { exists: "yes" }).pipe(
   )
 )
 
+const workerOption = Options.boolean("worker").pipe(
+  Options.withDescription(
+    "Join a distributed run as one of many worker processes (chunked exports, PostgreSQL state via RIVET_STATE_URL): claim chunks until none is left, then exit 0. Needs --run-id or RIVET_RUN_ID."
+  )
+)
+
+const runIdOption = Options.text("run-id").pipe(
+  Options.optional,
+  Options.withDescription(
+    "With --worker: the run every worker of it names alike (e.g. Airflow's {{ run_id }}, a Kubernetes Job's uid). Default: RIVET_RUN_ID."
+  )
+)
+
 /** `rivet run -c export.yaml [-e name]… [--resume] [--json]` — runs the exports and prints a summary per export. */
 export const runCommand = Command.make(
   "run",
-  { config: configOption, exports: exportOption, params: paramOption, verbose: runVerboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption, wait: waitOption },
-  ({ config, exports, params, verbose, resume, json, validate, plan, wait }) =>
+  { config: configOption, exports: exportOption, params: paramOption, verbose: runVerboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption, wait: waitOption, worker: workerOption, runId: runIdOption },
+  ({ config, exports, params, verbose, resume, json, validate, plan, wait, worker, runId }) =>
     Effect.gen(function* () {
       const badParams = yield* useParams(params, config, { json })
       if (badParams) return badParams
@@ -101,6 +115,18 @@ export const runCommand = Command.make(
         yield* printErrors([new ConfigError({ path: "--wait", message: durationProblem(Option.getOrThrow(wait)), hint: "e.g. --wait 10m" })], { json })
         return new ExitCode(1)
       }
+      const givenRunId = Option.getOrUndefined(runId) ?? (process.env[RUN_ID_VARIABLE] || undefined)
+      const workerRunId = worker
+        ? yield* Effect.either(
+            resume || planned
+              ? new ConfigError({ path: "--worker", message: `cannot be combined with ${resume ? "--resume" : "--plan"}`, hint: "a worker joins (or plans) the run named by --run-id; a run's unfinished units are claimed by its workers" })
+              : checkRunId(givenRunId, Option.isSome(runId) ? "--run-id" : RUN_ID_VARIABLE)
+          )
+        : undefined
+      if (workerRunId && Either.isLeft(workerRunId)) {
+        yield* printErrors([workerRunId.left], { json })
+        return new ExitCode(1)
+      }
       const selected = planned ? [...planned.keys()] : exports
       // Rows written to the terminal would be redrawn over by the live lines: those runs get the plain lines.
       const dataOnStdout = loaded.right.exports.some(
@@ -108,7 +134,7 @@ export const runCommand = Command.make(
       )
       const running = trackRunning(json ? jsonProgress : cliProgress({ verbose, dataOnStdout }))
       const startedAt = Date.now()
-      const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs }).pipe(
+      const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs, workerRunId: workerRunId?.right }).pipe(
         Effect.provide(running.layer),
         Effect.provide(telemetryLayer(process.env, { version: manifest.version, config: loaded.right.telemetry })),
         // After runConfig's own cleanup: by then statements are cancelled and uploads aborted.
@@ -127,6 +153,6 @@ export const runCommand = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers\n  rivet run -c export.yaml -p RUN_DATE=2026-12-01\n  rivet run -c export.yaml --resume\n  rivet run -c export.yaml --wait 10m\n  rivet run -c export.yaml --validate\n  rivet plan -c export.yaml -o plan.json && rivet run -c export.yaml --plan plan.json\n  rivet run -c export.yaml --json 2> events.ndjson"
+    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers\n  rivet run -c export.yaml -p RUN_DATE=2026-12-01\n  rivet run -c export.yaml --resume\n  rivet run -c export.yaml --wait 10m\n  rivet run -c export.yaml --validate\n  rivet plan -c export.yaml -o plan.json && rivet run -c export.yaml --plan plan.json\n  rivet run -c export.yaml --json 2> events.ndjson\n  RIVET_STATE_URL=postgres://… rivet run -c export.yaml --worker --run-id nightly-2026-12-05"
   )
 )

@@ -9,6 +9,7 @@ import { paramOption } from "../params.js"
 import { exportFilter, jsonOption, printJson, runState, scopeOf, withStore } from "../state-scope.js"
 import { filesJson, renderFiles, renderReset, renderSummaries, summariesJson } from "../state-render.js"
 import { configOption } from "./run.js"
+import { distributedRunJson, distributedRunOf, renderDistributedRun } from "../worker-render.js"
 
 const showCommand = Command.make(
   "show",
@@ -20,10 +21,33 @@ const showCommand = Command.make(
         const all = scope.exists ? yield* withStore(scope, Effect.flatMap(StateStore, (store) => store.exports)) : []
         const byName = new Map(all.map((summary) => [summary.exportName, summary]))
         const summaries = scope.exportNames.flatMap((name) => byName.get(name) ?? [])
-        if (json) return yield* printJson(summariesJson(summaries))
+        // Distributed runs (`rivet run --worker`, PostgreSQL state only): units per worker and claim ages.
+        const distributed = new Map(
+          scope.exists && summaries.length > 0
+            ? yield* withStore(
+                scope,
+                Effect.flatMap(StateStore, (store) =>
+                  Effect.forEach(summaries, (summary) =>
+                    store.claims === undefined
+                      ? Effect.succeed([summary.exportName, undefined] as const)
+                      : Effect.map(store.claims.leases(summary.exportName), (leases) => [summary.exportName, distributedRunOf(leases, Date.now())] as const)
+                  )
+                )
+              )
+            : []
+        )
+        if (json) {
+          return yield* printJson(
+            summariesJson(summaries).map((entry) => {
+              const run = distributed.get(entry.export_name)
+              return run === undefined ? entry : { ...entry, distributed_run: distributedRunJson(run) }
+            })
+          )
+        }
+        const workerLines = [...distributed.entries()].flatMap(([name, run]) => (run === undefined ? [] : [renderDistributedRun(name, run)]))
         yield* summaries.length === 0
           ? Console.log(`No state recorded yet for ${config}. Run \`rivet run -c ${config}\` first.`)
-          : Console.log(renderSummaries(summaries))
+          : Console.log([renderSummaries(summaries), ...workerLines].join("\n"))
       })
     )
 ).pipe(

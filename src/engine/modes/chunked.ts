@@ -2,7 +2,7 @@ import { numbersEveryPart } from "../../config/partition.js"
 import * as Effect from "effect/Effect"
 import type { UnitRecord } from "../../state/store.js"
 import { formatLogicalType, type LogicalType } from "../../core/batch.js"
-import { ConfigError, SourceError } from "../../core/errors.js"
+import { ConfigError, SourceError, type StateError } from "../../core/errors.js"
 import { type PartRecord, schemaEntries } from "../../core/manifest.js"
 import { type ChunkRunner, type ChunkWork, inProcessRunner } from "./chunk-work.js"
 import { chunkAttemptStem, chunkRunStem, makeNonce, partNamePattern } from "../../core/naming.js"
@@ -13,7 +13,9 @@ import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requ
 import { retryUnit } from "./attempt.js"
 import { planFingerprint } from "./fingerprint.js"
 import { decodeStored } from "./stored.js"
-import type { PreparedMode, RunJournal } from "./mode.js"
+import type { ModeOutcome, PreparedMode, RunJournal } from "./mode.js"
+import type { UnitOutcome } from "./run-unit.js"
+import { executeClaimed } from "./chunk-claims.js"
 import { estimateOf, planHeader, statementOf } from "./planning.js"
 
 const INTEGER_KINDS = new Set(["int16", "int32", "int64"])
@@ -97,7 +99,13 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
     })
   }
   const schema = yield* outputSchemaOf(ctx, description.schema)
-  const fingerprint = planFingerprint(ctx, { mode: "chunked", column: column.name, chunkSize: mode.chunkSize })
+  // Workers of one run must agree on `parallel` too: it is the cap on the run's live claims across all of them.
+  const fingerprint = planFingerprint(ctx, {
+    mode: "chunked",
+    column: column.name,
+    chunkSize: mode.chunkSize,
+    ...(ctx.worker ? { parallel: mode.parallel } : {})
+  })
   const chunkSpecs = Effect.flatMap(bounds(base, column.name), (range) =>
     planChunks(ctx, column.name, mode.chunkSize, range)
   )
@@ -143,7 +151,11 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
       const pending = chunks.filter((chunk) => chunk.unit.status !== "done")
       yield* progress.setUnits({ done: units.length - pending.length, total: units.length, label: "chunks" })
 
-      const runChunk = (runner: ChunkRunner, { unit, spec }: Chunk) =>
+      const runChunk = <E extends { readonly _tag: string }>(
+        runner: ChunkRunner,
+        { unit, spec }: Chunk,
+        commit: (outcome: UnitOutcome) => Effect.Effect<void, StateError | E>
+      ) =>
         Effect.gen(function* () {
           // One nonce for every attempt: a retried chunk overwrites the parts its failed attempt committed.
           const work: ChunkWork = {
@@ -163,14 +175,11 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
             chunkAttemptStem(ctx.spec.name, journal.startedAt, work.naming.chunk, work.naming.nonce)
           )
           const outcome = yield* retryUnit(ctx, `chunk ${unit.index} (${describeChunk(column.name, spec)})`, runner(work))
-          if (mode.checkpoint) {
-            yield* state.commitUnit(journal.runId, { ...unit, status: "done", rows: outcome.rows }, outcome.parts)
-          }
-          yield* progress.unitDone
-          return [unit.index, outcome] as const
+          yield* commit(outcome)
+          return outcome
         }).pipe(
           Effect.mapError((error) =>
-            error._tag === "SourceError"
+            error instanceof SourceError
               ? new SourceError({
                   source: error.source,
                   message: `chunk ${unit.index} (${describeChunk(column.name, spec)}): ${error.message}`,
@@ -182,11 +191,40 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
         )
 
       const lanes = Math.min(mode.parallel, pending.length)
+      const runnerFor = (lanes: number) => ctx.chunkRunner?.(lanes) ?? Effect.succeed(inProcessRunner(ctx))
+      if (ctx.worker !== undefined) {
+        const claimed = yield* executeClaimed(ctx, ctx.worker, journal, {
+          parallel: mode.parallel,
+          runner: runnerFor(mode.parallel),
+          runChunk: (runner, unit, commit) =>
+            Effect.flatMap(decodeSpec(unit.spec), (spec) => runChunk(runner, { unit, spec }, commit))
+        })
+        return {
+          parts: claimed.parts ?? [],
+          unrecorded: [],
+          schema,
+          sourceRows: [...claimed.finished.values()].reduce((sum, outcome) => sum + outcome.sourceRows, 0),
+          partStem: chunkRunStem(ctx.spec.name, journal.startedAt),
+          statements: [],
+          ...(claimed.parts === undefined ? { publishedElsewhere: true } : {})
+        } satisfies ModeOutcome
+      }
       const finished = new Map(
         yield* Effect.scoped(
           Effect.gen(function* () {
-            const runner = yield* (ctx.chunkRunner?.(lanes) ?? Effect.succeed(inProcessRunner(ctx)))
-            return yield* Effect.forEach(pending, (chunk) => runChunk(runner, chunk), { concurrency: mode.parallel })
+            const runner = yield* runnerFor(lanes)
+            const commit = (chunk: Chunk) => (outcome: UnitOutcome) =>
+              Effect.zipRight(
+                mode.checkpoint
+                  ? state.commitUnit(journal.runId, { ...chunk.unit, status: "done", rows: outcome.rows }, outcome.parts)
+                  : Effect.void,
+                progress.unitDone
+              )
+            return yield* Effect.forEach(
+              pending,
+              (chunk) => Effect.map(runChunk(runner, chunk, commit(chunk)), (outcome) => [chunk.unit.index, outcome] as const),
+              { concurrency: mode.parallel }
+            )
           })
         )
       )

@@ -19,6 +19,7 @@ import type { ProgressReporterShape } from "../../core/progress.js"
 import type { LiveProgress } from "../live-progress.js"
 import type { RetryPolicy } from "../../core/retry.js"
 import type { UploadLedger } from "../upload-cleanup.js"
+import type { WorkerJoin } from "../worker-join.js"
 
 /** Everything one export's run works with. */
 export interface ExportContext {
@@ -38,6 +39,8 @@ export interface ExportContext {
   readonly uploads?: UploadLedger | undefined
   /** Checks an output schema against the export's baseline before anything is written (schema drift). */
   readonly checkSchema: (schema: BatchSchema) => Effect.Effect<void, RivetError>
+  /** `rivet run --worker`: this process shares the run's units with other workers through the state store. */
+  readonly worker?: WorkerJoin | undefined
   /**
    * Where chunked mode runs its chunks, `lanes` at a time: worker threads when the run allows it
    * (src/engine/lanes), else — and when absent — this thread. Lives as long as the given scope.

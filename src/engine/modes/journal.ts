@@ -6,6 +6,7 @@ import type { RunRecord } from "../../state/store.js"
 import { ConfigError, StateError } from "../../core/errors.js"
 import { makeRunId } from "../../core/naming.js"
 import type { ExportContext } from "./context.js"
+import { joinRun, runningDistributedRun } from "./join-run.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
 
 const resetHint = (name: string) => `or start over with \`rivet state reset -c <config> -e ${name}\``
@@ -20,7 +21,17 @@ export const openJournal = Effect.fn("Pipeline.openJournal")(function* (
   prepared: PreparedMode,
   resume: boolean
 ) {
+  if (ctx.worker !== undefined) return yield* joinRun(ctx, prepared, ctx.worker)
   const { spec, state } = ctx
+  // Its workers hold no export lease: a plain run beside them would publish over their run (or redo its units).
+  const distributed = yield* runningDistributedRun(ctx)
+  if (distributed !== undefined) {
+    return yield* new StateError({
+      message: `export '${spec.name}' is being run by the workers of distributed run '${distributed}' (\`rivet run --worker\`)`,
+      hint: `let them finish, or add workers with \`rivet run -c <config> --worker --run-id ${distributed.slice(spec.name.length + 1)}\`; ${resetHint(spec.name).replace(/^or /, "or to give it up, ")}`,
+      retryable: true
+    })
+  }
   const unfinished: Option.Option<RunRecord> = prepared.checkpointed
     ? yield* state.unfinishedRun(spec.name)
     : Option.none()

@@ -26,6 +26,8 @@ export interface ModeOutcome {
   readonly cursor?: CursorState | undefined
   /** What every part name of this run starts with, to find objects an interrupted attempt left behind. */
   readonly partStem?: string | undefined
+  /** A worker of a distributed run whose run another worker published: it publishes nothing itself. */
+  readonly publishedElsewhere?: boolean | undefined
   /** The statements this attempt ran, in unit order, parameters inline (`source.render`). */
   readonly statements?: ReadonlyArray<string> | undefined
 }
