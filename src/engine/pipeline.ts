@@ -36,6 +36,7 @@ import { makeLiveProgress } from "./live-progress.js"
 import { exportDuration } from "./telemetry/metrics.js"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, withRetry } from "../core/retry.js"
 import { cleanUpRunUploads, UploadLedger } from "./upload-cleanup.js"
+import { withPartitionValues } from "./partition/check.js"
 
 export { resolveSql } from "./modes/context.js"
 
@@ -125,7 +126,7 @@ const manifestOf = (
     schema_fingerprint: schemaFingerprint(outcome.schema),
     row_count: outcome.parts.reduce((sum, part) => sum + part.rows, 0),
     part_count: outcome.parts.length,
-    parts: outcome.parts
+    parts: spec.partition ? outcome.parts.map(withPartitionValues) : outcome.parts
   }
 }
 

@@ -22,6 +22,14 @@ export const partitionMismatch = (part: PartRecord): string | undefined => {
 }
 
 /**
+ * A part as the manifest lists it: with its partition values. Parts of an earlier attempt come back from the state
+ * store, which keeps only the path; its `key=value/` directories hold the same values exactly (NULL and "" both
+ * being the default partition, recorded as null).
+ */
+export const withPartitionValues = (part: PartRecord): PartRecord =>
+  part.partition !== undefined ? part : { ...part, partition: Object.fromEntries(parsePartitionPath(part.path)) }
+
+/**
  * The file name of a data object: the last segment when every directory before it is a `key=value` partition
  * directory (so a partitioned export's parts are recognized by name), else the whole key.
  */
