@@ -43,8 +43,7 @@ const EXPORT: Readonly<Record<string, string>> = {
   time_column_type: `${NOT_SUPPORTED}: time_column must be a timestamp, timestamptz or date column (convert unix seconds in the query with to_timestamp())`,
   verify: "verification is a command here: rivet validate -c <config>, or rivet run --validate",
   parquet: "the Parquet row group size is row_group_size (rows) on the export",
-  partition_by: `${NOT_SUPPORTED}: run one export per partition with a WHERE clause and its own destination`,
-  partition_granularity: `${NOT_SUPPORTED}: run one export per partition with a WHERE clause and its own destination`,
+  partition_granularity: "Rivet puts the granularity in partition_by, after the column: partition_by: [created_at:day] (year, month, day or hour, UTC; docs/partitioning.md)",
   shape_drift_warn_factor: `${NOT_SUPPORTED}: on_schema_drift covers column name and type changes`,
   tables: "Rivet has no change data capture, where tables: captured several tables through one stream: write one export per table, each with table: <name> (and its own destination)",
   query_file: "Rivet reads a query only from the config: put the SQL in query: (a block scalar, query: |, keeps it on several lines)",
@@ -106,6 +105,9 @@ export const rustValueHint = (path: string, value: unknown): string | undefined 
   }
   if (key === "compression" && EXPORT_PATH.test(owner) && value === "lz4") {
     return "lz4 (the Rust rivet's LZ4_RAW) is not available here: use zstd (the default: smaller files, about as fast) or snappy"
+  }
+  if (key === "partition_by" && EXPORT_PATH.test(owner) && typeof value === "string") {
+    return `partition_by takes a list of columns, each with an optional :year, :month, :day or :hour: partition_by: [${value}] (the Rust rivet's partition_granularity: day becomes partition_by: [${value}:day])`
   }
   if (key === "row_hash" && /^exports\[\d+\]\.meta_columns$/.test(owner) && Array.isArray(value)) {
     return "a hash of chosen columns (the Rust rivet's row_hash: [columns]) is not supported: row_hash: true hashes every exported column; select only the columns to cover in the query"
