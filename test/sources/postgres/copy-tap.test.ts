@@ -88,6 +88,38 @@ describe("copy-tap", () => {
     }
   })
 
+  it("COPY after COPY on one transaction: each is read off the socket, and postgres.js reads what follows", { timeout: 30000 }, async () => {
+    const statement = `COPY (SELECT i, repeat('x', i % 53) FROM generate_series(1, ${ROWS}) AS i) TO STDOUT`
+    const result = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const sql = yield* openSession(pool, settings, context)
+          const hashes: Array<string> = []
+          const direct: Array<boolean> = []
+          for (let round = 0; round < 3; round++) {
+            const hash = createHash("sha256")
+            const holder: { copy?: CopyOut } = {}
+            let seen = false
+            const copy = yield* copyOut(sql, statement, (bytes, start, end) => {
+              hash.update(bytes.subarray(start, end))
+              seen ||= holder.copy?.fromSocket() ?? false
+            }, context)
+            holder.copy = copy
+            yield* Effect.promise(() => copy.done)
+            hashes.push(hash.digest("hex"))
+            direct.push(seen)
+          }
+          const after = (yield* Effect.promise(() => sql.unsafe("SELECT 42 AS n")))[0]?.n
+          return { hashes, direct, after }
+        })
+      )
+    )
+    const expected = sha256(expectedText())
+    expect(result.hashes).toEqual([expected, expected, expected])
+    expect(result.direct).toEqual([true, true, true])
+    expect(result.after).toBe(42)
+  })
+
   it("a notice mid-stream goes to postgres.js and no row is lost", { timeout: 30000 }, async () => {
     const statement = `COPY (SELECT rivet_tap_noisy(i), repeat('x', i % 53) FROM generate_series(1, ${ROWS}) AS i) TO STDOUT`
     const result = await read(statement, 1000)

@@ -188,6 +188,8 @@ export const tapCopy = (stream: Readable, deliver: Deliver): CopyTap | undefined
       if (held === undefined || !takeOver(held, chunk)) {
         lastBuffer = undefined
         driver(chunk)
+        // The COPY ended or failed in this read: postgres.js' listener is back before anything else is sent.
+        if (over || stream.destroyed) untap()
         heldBack = heldBackBy(chunk)
       }
     }
