@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type CopyOut, copyOut } from "../../../src/plugins/sources/postgres/copy-stream.js"
 import { openSession } from "../../../src/plugins/sources/postgres/session.js"
 import { testPgUrl } from "../../support/pg.js"
-import { adminSql } from "./support.js"
+import { adminSql, plainSettings, sessionContext } from "./support.js"
 
 // copy-tap.ts reads CopyData off the socket once postgres.js holds nothing back: the bytes must be the server's, in
 // order, across socket reads, pauses and messages it hands back to postgres.js (notices, errors, the end).
@@ -29,8 +29,8 @@ afterAll(async () => {
   await admin.end()
 })
 
-const context = { displayUrl: "postgres://postgres@127.0.0.1/test", scrub: (text: string) => text, exportName: "tap" }
-const settings = { statementTimeoutMs: 0, lockTimeoutMs: 0, schema: "public" }
+const context = sessionContext("tap")
+const settings = plainSettings
 const sha256 = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex")
 
 // Rows of 1–60 bytes: CopyData messages cut by socket reads at every offset.
