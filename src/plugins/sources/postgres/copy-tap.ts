@@ -70,8 +70,10 @@ export const tapCopy = (stream: Readable, deliver: Deliver): CopyTap | undefined
   let draining = false
   // Payloads (and the end) read while paused, in order.
   const waiting: Array<Uint8Array | typeof END> = []
-  // The start of a message cut by the end of a socket read (direct mode).
-  let partial: Buffer | undefined
+  // A message cut by the end of socket reads (direct mode): its pieces, kept until it is whole and joined once, so
+  // that a value of hundreds of MiB is not copied again at every read; the first piece holds its header.
+  let pieces: Array<Buffer> = []
+  let have = 0
   // Where postgres.js' last CopyData payload ended, to see what it holds back.
   let lastBuffer: ArrayBufferLike | undefined
   let lastEnd = -1
@@ -107,7 +109,7 @@ export const tapCopy = (stream: Readable, deliver: Deliver): CopyTap | undefined
   }
 
   // Direct mode: whole CopyData messages from `b[from…]` are delivered; the first other message hands the rest to
-  // postgres.js; a message cut by the end of the read waits in `partial`.
+  // postgres.js; a message cut by the end of the read waits in `pieces`.
   const parse = (b: Buffer, from: number) => {
     let p = from
     const end = b.length
@@ -122,25 +124,35 @@ export const tapCopy = (stream: Readable, deliver: Deliver): CopyTap | undefined
       payload(b, p + 5, p + 1 + length)
       p += length + 1
     }
-    partial = p === end ? undefined : b.subarray(p)
+    if (p < end) {
+      pieces = [b.subarray(p)]
+      have = end - p
+    }
   }
 
-  // Completes the message cut at the end of the last read with the start of `chunk`: where the rest of `chunk`
-  // starts, or -1 when nothing more is to be parsed here.
-  const completePartial = (cut: Buffer, chunk: Buffer): number => {
-    if (cut[0] !== COPY_DATA) {
-      untap()
-      driver(Buffer.concat([cut, chunk]))
+  // Continues the message cut at the end of the last reads with `chunk`: where the rest of `chunk` starts, or -1 when
+  // nothing more is to be parsed here.
+  const completePartial = (chunk: Buffer): number => {
+    if (have < 5) {
+      // A cut header (at most 4 bytes, perhaps of another message): parse it joined with this read.
+      const joined = Buffer.concat([pieces[0]!, chunk])
+      pieces = []
+      have = 0
+      parse(joined, 0)
       return -1
     }
-    const head = cut.length >= 5 ? cut : Buffer.concat([cut, chunk.subarray(0, 5 - cut.length)])
-    const missing = head.length < 5 ? Number.POSITIVE_INFINITY : head.readUInt32BE(1) + 1 - cut.length
+    const total = pieces[0]!.readUInt32BE(1) + 1
+    const missing = total - have
     if (missing > chunk.length) {
-      partial = Buffer.concat([cut, chunk])
+      pieces.push(chunk)
+      have += chunk.length
       return -1
     }
-    const message = Buffer.concat([cut, chunk.subarray(0, missing)])
-    payload(message, 5, message.length)
+    pieces.push(chunk.subarray(0, missing))
+    const message = Buffer.concat(pieces, total)
+    pieces = []
+    have = 0
+    payload(message, 5, total)
     return missing
   }
 
@@ -178,9 +190,7 @@ export const tapCopy = (stream: Readable, deliver: Deliver): CopyTap | undefined
 
   const tap: Listener = (chunk) => {
     if (direct) {
-      const cut = partial
-      partial = undefined
-      const from = cut === undefined ? 0 : completePartial(cut, chunk)
+      const from = have === 0 ? 0 : completePartial(chunk)
       if (from >= 0) parse(chunk, from)
     } else {
       const held = heldBack
