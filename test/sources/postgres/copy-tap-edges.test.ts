@@ -49,21 +49,20 @@ interface Tapped {
   readonly after: unknown
 }
 
-/** The COPY's bytes through copyOut, pausing at pseudo-random payloads when `pauses`; then a query on the transaction. */
-const tapped = (statement: string, options: { pauses?: boolean; onPayload?: (n: number) => void } = {}): Promise<Tapped> =>
+/** The COPY's bytes through copyOut (on `pool` unless `on`), pausing at pseudo-random payloads when `pauses`; then a
+ * query on the transaction. */
+const tapped = (statement: string, options: { pauses?: boolean; on?: postgres.Sql } = {}): Promise<Tapped> =>
   Effect.runPromise(
     Effect.scoped(
       Effect.gen(function* () {
-        const sql = yield* openSession(pool, settings, context)
+        const sql = yield* openSession(options.on ?? pool, settings, context)
         const hash = createHash("sha256")
         const holder: { copy?: CopyOut } = {}
         let direct = false
-        let n = 0
         let seed = 12345
         const copy = yield* copyOut(sql, statement, (bytes, start, end) => {
           hash.update(bytes.subarray(start, end))
           direct ||= holder.copy?.fromSocket() ?? false
-          options.onPayload?.(++n)
           seed = (seed * 1103515245 + 12345) % 2147483648
           if (options.pauses === true && seed % 97 === 0) {
             holder.copy?.pause()
@@ -115,6 +114,17 @@ describe("copy-tap edges", () => {
     )
     expect(result).toEqual({ hash: expected.digest("hex"), direct: true, failure: undefined, after: 42 })
     expect(Date.now() - started).toBeLessThan(15000)
+  })
+
+  it("three exports' COPYs at once on three connections, each read off its own socket", { timeout: 15000 }, async () => {
+    const three = postgres(testPgUrl(), { max: 3, fetch_types: false, prepare: false, onnotice: () => {} })
+    const statements = [100000, 150000, 200000].map(
+      (rows) => `COPY (SELECT i, repeat(chr(97 + i % 26), i % 90) FROM generate_series(1, ${rows}) AS i) TO STDOUT`
+    )
+    const expected = await Promise.all(statements.map(reference))
+    const results = await Promise.all(statements.map((statement) => tapped(statement, { pauses: true, on: three })))
+    await three.end({ timeout: 0 })
+    expect(results).toEqual(expected.map((hash) => ({ hash, direct: true, failure: undefined, after: 42 })))
   })
 
   it("an empty result, one row, and a short COPY read by postgres.js followed by one read off the socket", { timeout: 15000 }, async () => {
