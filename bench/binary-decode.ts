@@ -55,7 +55,7 @@ const { plans, chunks: payloads } = await Effect.runPromise(
       const { plans } = yield* planStatement(sql, query, { text: select, params: [] }, context)
       const readers = plans.map(fieldReader)
       const chunks: Array<Uint8Array> = []
-      const copy = startCopyOut(sql, copyStatement(select, readers.map((reader) => reader.rendered)), (chunk) => chunks.push(chunk))
+      const copy = startCopyOut(sql, copyStatement(select, readers.map((reader) => reader.rendered)), (bytes, start, end) => chunks.push(bytes.slice(start, end)))
       yield* Effect.promise(() => copy.done)
       return { plans, chunks }
     })

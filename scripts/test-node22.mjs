@@ -20,8 +20,9 @@ const TOOL = path.join(ROOT, "scripts", "node22")
 
 // Each line covers something that depends on the Node.js runtime: streams and backpressure, worker threads (the
 // encoder thread), child processes and signals, fetch/undici (AWS SDK), zlib and WebAssembly (codecs), the embedded
-// server. The chunk-lane and local-fault files (~70 s of test time) run on the main suite's Node only: they use the
-// same worker-thread and file-system APIs as the files below.
+// server, net.Socket internals (copy-tap.ts reads COPY data off postgres.js' socket). The chunk-lane and local-fault
+// files (~70 s of test time) run on the main suite's Node only: they use the same worker-thread and file-system APIs
+// as the files below.
 const FILES = [
   "test/e2e/quickstart.test.ts",
   "test/e2e/cli-run.test.ts",
@@ -34,7 +35,9 @@ const FILES = [
   "test/formats",
   "test/sinks",
   "test/sources/postgres/driver.test.ts",
-  "test/sources/postgres/embedded.test.ts"
+  "test/sources/postgres/embedded.test.ts",
+  "test/sources/postgres/copy-tap.test.ts",
+  "test/sources/postgres/copy-tap-edges.test.ts"
 ]
 
 const installed = install(TOOL, true)

@@ -24,7 +24,7 @@ const copyBytes = (select: string): Promise<Array<Uint8Array>> =>
       Effect.gen(function* () {
         const sql = yield* openSession(pool, settings, context)
         const chunks: Array<Uint8Array> = []
-        const copy = startCopyOut(sql, copyStatement(select, []), (chunk) => chunks.push(chunk))
+        const copy = startCopyOut(sql, copyStatement(select, []), (bytes, start, end) => chunks.push(bytes.slice(start, end)))
         yield* Effect.promise(() => copy.done)
         return chunks
       })

@@ -40,8 +40,8 @@ describe("copy-stream", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const sql = yield* openSession(pool, settings, context)
-          const copy = yield* copyOut(sql, "COPY (SELECT i FROM generate_series(1, 50000) AS i) TO STDOUT", (chunk) => {
-            received.push(chunk)
+          const copy = yield* copyOut(sql, "COPY (SELECT i FROM generate_series(1, 50000) AS i) TO STDOUT", (bytes, start, end) => {
+            received.push(bytes.slice(start, end))
           }, context)
           yield* Effect.promise(() => copy.done)
           // The transaction is still usable after the COPY.

@@ -48,3 +48,11 @@ export const readAll = (q: SourceQuery) =>
   )
 
 export const rowsOf = (batches: ReadonlyArray<Batch>) => batches.flatMap(batchToRows)
+
+/** The error context and transaction settings of a session opened straight on a pool (`openSession`). */
+export const sessionContext = (exportName: string) => ({
+  displayUrl: "postgres://postgres@127.0.0.1/test",
+  scrub: (text: string) => text,
+  exportName
+})
+export const plainSettings = { statementTimeoutMs: 0, lockTimeoutMs: 0, schema: "public" }

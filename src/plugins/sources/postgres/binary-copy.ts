@@ -66,11 +66,11 @@ export class BinaryCopyDecoder {
     return this.rows
   }
 
-  push(chunk: Uint8Array): void {
-    const end = chunk.byteLength
-    let pos = 0
+  /** Decodes `chunk[start, end)` (all of it by default). */
+  push(chunk: Uint8Array, start = 0, end = chunk.byteLength): void {
+    let pos = start
     while (pos < end || (this.phase === DATA && this.need === 0)) {
-      if (this.phase === TUPLE && this.carried === 0) pos = this.tuples(chunk, pos)
+      if (this.phase === TUPLE && this.carried === 0) pos = this.tuples(chunk, pos, end)
       const need = this.need
       if (this.carried === 0 && end - pos >= need) {
         this.step(chunk, pos)
@@ -124,13 +124,12 @@ export class BinaryCopyDecoder {
   }
 
   /**
-   * The fast path of `push`, from a tuple's start in `b` with nothing carried: decodes whole tuples in place, without
+   * The fast path of `push`, from a tuple's start in `b[…end)` with nothing carried: decodes whole tuples in place, without
    * the per-field phases. Returns where it stopped: at a tuple start (fewer than 2 bytes left, or a field count other
    * than the columns': the trailer or an error, left to `step`), or inside a tuple cut by the chunk's end, with the
    * phase set as `step` would have left it there.
    */
-  private tuples(b: Uint8Array, pos: number): number {
-    const end = b.byteLength
+  private tuples(b: Uint8Array, pos: number, end: number): number {
     const columns = this.columns
     const sinks = this.sinks
     while (end - pos >= 2 && (((b[pos]! << 24) | (b[pos + 1]! << 16)) >> 16) === columns) {

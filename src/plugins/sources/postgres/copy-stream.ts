@@ -4,12 +4,14 @@ import type * as Scope from "effect/Scope"
 import type postgres from "postgres"
 import type { SourceError } from "../../../core/errors.js"
 import { type CancellableQuery, sendCancel } from "./cancel-request.js"
+import { type CopyTap, tapCopy } from "./copy-tap.js"
 import { type ErrorContext, fromPostgres, sourceError } from "./errors.js"
 import { connectionLost } from "./session.js"
 
 /**
  * `COPY … TO STDOUT` on an export's transaction, read through postgres.js 3.4.9's `.readable()`: every CopyData
  * payload is handed to `onChunk` synchronously, in order, as the socket delivers it (no copy, no per-chunk promise).
+ * The payloads are read off the socket by copy-tap.ts where it can, and from the stream otherwise.
  *
  * Four hazards of that stream are handled here (pinned by test/sources/postgres/copy-stream.test.ts):
  * 1. The stream is handed over by resolving the query's promise. A COPY failing on its first row sends its
@@ -41,6 +43,8 @@ export interface CopyOut {
    * server reports the end. Resolves when the connection is free for the next statement (or gone).
    */
   readonly cancel: () => Promise<void>
+  /** Whether the payloads come straight off the socket at this moment (copy-tap.ts), for tests. */
+  readonly fromSocket: () => boolean
 }
 
 /** The stream closed before CopyDone without an error: rows may be missing. */
@@ -56,6 +60,9 @@ type HookedQuery = postgres.PendingQuery<postgres.Row[]> &
     active: boolean
   }
 
+/** Receives one CopyData payload, `bytes[start, end)`: a view valid only during the call. */
+export type OnChunk = (bytes: Uint8Array, start: number, end: number) => void
+
 /** How often a COPY that is being stopped checks whether its connection is still there. */
 const LOST_POLL_MS = 250
 
@@ -67,9 +74,10 @@ const LOST_POLL_MS = 250
 export const startCopyOut = (
   sql: postgres.TransactionSql,
   text: string,
-  onChunk: (chunk: Uint8Array) => void
+  onChunk: OnChunk
 ): CopyOut & { readonly started: Promise<void> } => {
   let stream: Readable | undefined
+  let tap: CopyTap | undefined
   let ended = false
   // The server is done with the COPY: its end, an error, or the stream closed under it.
   let over = false
@@ -97,16 +105,20 @@ export const startCopyOut = (
     }
   }
 
+  const deliver = (bytes: Uint8Array, start: number, end: number) => {
+    if (discarding || outcome !== undefined) return
+    try {
+      onChunk(bytes, start, end)
+    } catch (cause) {
+      finish({ ok: false, cause })
+    }
+  }
+
   const adopt = (readable: Readable) => {
     stream = readable
-    readable.on("data", (chunk: Uint8Array) => {
-      if (discarding || outcome !== undefined) return
-      try {
-        onChunk(chunk)
-      } catch (cause) {
-        finish({ ok: false, cause })
-      }
-    })
+    // Tapped, the stream carries only the COPY's end; its 'data' listener keeps it flowing so that 'end' is emitted.
+    tap = tapCopy(readable, deliver)
+    readable.on("data", (chunk: Uint8Array) => deliver(chunk, 0, chunk.byteLength))
     readable.on("end", () => {
       ended = true
       over = true
@@ -171,6 +183,15 @@ export const startCopyOut = (
     finish({ ok: false, cause })
   })
 
+  const pause = () => {
+    if (tap === undefined) stream?.pause()
+    else tap.pause()
+  }
+  const resume = () => {
+    if (tap === undefined) stream?.resume()
+    else tap.resume()
+  }
+
   const cancel = async (): Promise<void> => {
     discarding = true
     if (!over) {
@@ -179,16 +200,15 @@ export const startCopyOut = (
       await untilSettledOrLost(sendCancel(query))
       await untilSettledOrLost(started)
     }
-    stream?.resume()
+    resume()
     resumeSocket()
     await untilSettledOrLost(streamClosed())
   }
 
   return {
-    pause: () => stream?.pause(),
-    resume: () => {
-      stream?.resume()
-    },
+    pause,
+    resume,
+    fromSocket: () => tap?.direct() ?? false,
     done,
     cancel,
     started
@@ -210,7 +230,7 @@ export const copyFailure = (cause: unknown, context: ErrorContext, doing: string
 export const copyOut = (
   sql: postgres.TransactionSql,
   text: string,
-  onChunk: (chunk: Uint8Array) => void,
+  onChunk: OnChunk,
   context: ErrorContext,
   doing = "reading rows"
 ): Effect.Effect<CopyOut, SourceError, Scope.Scope> =>

@@ -65,7 +65,8 @@ const copyChunks = (
       wake?.()
     }
 
-    const onChunk = (message: Uint8Array) => {
+    const onChunk = (bytes: Uint8Array, start: number, end: number) => {
+      const message = bytes.subarray(start, end)
       if (message.length === 0 || message[message.length - 1] !== LF) {
         throw new Error("a CopyData message of COPY … (FORMAT csv) did not end with a row")
       }

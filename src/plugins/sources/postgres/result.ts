@@ -172,7 +172,7 @@ const copyBatches = (
       },
       failure: (column, cause) => columnFailure(plans[column]!, cause)
     })
-    const running = yield* copyOut(connection, text, (chunk) => decoder.push(chunk), context, READING)
+    const running = yield* copyOut(connection, text, (bytes, start, end) => decoder.push(bytes, start, end), context, READING)
     started.copy = running
     if (ready.length > 0) running.pause()
     let outcome: { readonly ok: true } | { readonly ok: false; readonly cause: unknown } | undefined
