@@ -6,6 +6,7 @@ import { ByteSize } from "../core/size.js"
 import { ADVISORY_FIELDS, type ConfigNotice } from "./advisory.js"
 import { type MetaColumnKind, MetaColumnsConfig } from "./meta-columns.js"
 import { PartitionFields, type PartitionSpec } from "./partition.js"
+import { TelemetryBlock, type TelemetryConfig } from "./telemetry.js"
 
 /**
  * A plugin value bound to the config block its own schema decoded. `make` builds the plugin's layer from that
@@ -43,11 +44,6 @@ export interface RivetConfig {
   readonly exports: ReadonlyArray<ExportConfig>
   /** `telemetry:`: where runs send traces and metrics (the standard OTEL_* variables win over it). */
   readonly telemetry?: TelemetryConfig | undefined
-}
-
-export interface TelemetryConfig {
-  readonly endpoint?: string | undefined
-  readonly serviceName?: string | undefined
 }
 
 /** How an export selects and splits its rows (docs/modes.md). */
@@ -346,23 +342,7 @@ export const TopLevel = Schema.Struct({
       description: "Third-party plugin modules: npm package names or paths relative to this file."
     })
   ),
-  telemetry: Schema.optional(
-    Schema.Struct({
-      endpoint: Schema.optional(
-        Schema.String.pipe(
-          Schema.pattern(/^https?:\/\/\S+$/, { message: () => "must be an http:// or https:// URL, e.g. http://localhost:4318" })
-        ).annotations({
-          description:
-            "OTLP/HTTP collector base URL (http://collector:4318): traces go to {endpoint}/v1/traces, metrics to {endpoint}/v1/metrics. OTEL_EXPORTER_OTLP_ENDPOINT, when set, wins."
-        })
-      ),
-      service_name: Schema.optional(
-        Schema.String.annotations({ description: "service.name of the run's telemetry (default rivet). OTEL_SERVICE_NAME, when set, wins." })
-      )
-    }).annotations({
-      description: "Send each run's trace and metrics to an OpenTelemetry collector (docs/observability.md). Off unless an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT."
-    })
-  )
+  telemetry: Schema.optional(TelemetryBlock)
 })
 
 export const DEFAULT_BATCH_SIZE = 10_000

@@ -1,7 +1,7 @@
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { TelemetryConfig } from "../../config/model.js"
+import type { TelemetryConfig } from "../../config/telemetry.js"
 import { telemetrySettings } from "./settings.js"
 
 /**

@@ -1,4 +1,4 @@
-import type { TelemetryConfig } from "../../config/model.js"
+import type { TelemetryConfig } from "../../config/telemetry.js"
 
 /**
  * Whether a run sends traces and metrics over OTLP/HTTP, and how: on when an OTLP endpoint is configured (the
