@@ -110,41 +110,49 @@ describe.skipIf(noMysql())("mysql source: interruption and killed connections", 
   })
 
   it("a chunk whose connection is killed (KILL <id>) is read again: every row exactly once", async () => {
-    const dir = tempDir()
-    const killed: Array<number> = []
-    let watching = true
-    const watcher = (async () => {
-      while (watching && killed.length === 0) {
-        const reading = (await sessions()).find((session) => session.info?.includes(") AS _rivet WHERE") === true && session.command === "Query")
-        if (reading !== undefined) {
-          await admin.query(`KILL ${reading.id}`)
-          killed.push(reading.id)
-        } else await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-    })()
-    const runs = await Effect.runPromise(
-      runExportsEffect(
-        {
-          source: { type: "mysql", url: faultsUrl() },
-          exports: [{
-            name: "k", table: "mf_rows", mode: "chunked", chunk_column: "id", chunk_size: 50_000, batch_size: 1_000,
-            format: "csv", destination: { type: "local", path: "out" }
-          }]
-        },
-        { configDir: dir }
-      )
-    ).finally(() => {
-      watching = false
-    })
-    await watcher
-    expect(killed, "no connection was killed: a fault test that never faulted proves nothing").toHaveLength(1)
-    const run = runs[0]!
-    if (run._tag === "failure") throw new Error(run.error.message)
-    expect(run.result.rows).toBe(ROWS)
-    expect(run.result.retries).toBeGreaterThanOrEqual(1)
-    const ids = partsText(path.join(dir, "out")).split("\n").filter((line) => /^\d/.test(line)).map((line) => Number(line.split(",")[0]))
-    expect(multiset(ids)).toEqual(multiset(Array.from({ length: ROWS }, (_, i) => i + 1)))
-    expect(readManifest(path.join(dir, "out")).row_count).toBe(ROWS)
-    expect(await settled()).toEqual([])
+    // One run: kill the first connection seen reading a chunk, then check the export. Returns the run's retries.
+    const runWithKill = async () => {
+      const dir = tempDir()
+      const killed: Array<number> = []
+      let watching = true
+      const watcher = (async () => {
+        while (watching && killed.length === 0) {
+          const reading = (await sessions()).find((session) => session.info?.includes(") AS _rivet WHERE") === true && session.command === "Query")
+          if (reading !== undefined) {
+            await admin.query(`KILL ${reading.id}`)
+            killed.push(reading.id)
+          } else await new Promise((resolve) => setTimeout(resolve, 10))
+        }
+      })()
+      const runs = await Effect.runPromise(
+        runExportsEffect(
+          {
+            source: { type: "mysql", url: faultsUrl() },
+            exports: [{
+              name: "k", table: "mf_rows", mode: "chunked", chunk_column: "id", chunk_size: 50_000, batch_size: 1_000,
+              format: "csv", destination: { type: "local", path: "out" }
+            }]
+          },
+          { configDir: dir }
+        )
+      ).finally(() => {
+        watching = false
+      })
+      await watcher
+      expect(killed, "no connection was killed: a fault test that never faulted proves nothing").toHaveLength(1)
+      const run = runs[0]!
+      if (run._tag === "failure") throw new Error(run.error.message)
+      expect(run.result.rows).toBe(ROWS)
+      const ids = partsText(path.join(dir, "out")).split("\n").filter((line) => /^\d/.test(line)).map((line) => Number(line.split(",")[0]))
+      expect(multiset(ids)).toEqual(multiset(Array.from({ length: ROWS }, (_, i) => i + 1)))
+      expect(readManifest(path.join(dir, "out")).row_count).toBe(ROWS)
+      expect(await settled()).toEqual([])
+      return run.result.retries
+    }
+    // The server can have sent a chunk's last row before the KILL lands while the process list still shows the
+    // query; the read then completes and nothing is retried. Each run must be exact; one of at most three must retry.
+    let retries = 0
+    for (let run = 0; run < 3 && retries === 0; run++) retries = await runWithKill()
+    expect(retries, "no run saw the killed connection fail a read").toBeGreaterThanOrEqual(1)
   }, 120_000)
 })
