@@ -12,6 +12,7 @@ import { checkRunId, RUN_ID_VARIABLE } from "../../engine/worker-join.js"
 import { telemetryLayer } from "../../engine/telemetry/layer.js"
 import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { printStatements } from "../plan-render.js"
+import { collectPartsSooner } from "../heap-growth.js"
 import { paramOption, useParams } from "../params.js"
 import { manifest } from "../manifest.js"
 import { cliProgress, jsonProgress } from "../progress.js"
@@ -132,6 +133,9 @@ export const runCommand = Command.make(
       const dataOnStdout = loaded.right.exports.some(
         (spec) => (selected.length === 0 || selected.includes(spec.name)) && spec.destination.plugin.type === "stdout"
       )
+      if (loaded.right.exports.some((spec) => (selected.length === 0 || selected.includes(spec.name)) && spec.partition !== undefined)) {
+        collectPartsSooner()
+      }
       const running = trackRunning(json ? jsonProgress : cliProgress({ verbose, dataOnStdout }))
       const startedAt = Date.now()
       const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs, workerRunId: workerRunId?.right }).pipe(

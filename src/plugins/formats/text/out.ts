@@ -1,4 +1,10 @@
-const MIN_CAPACITY = 64 * 1024
+/**
+ * A part's first buffer is small and grows by doubling: a partitioned export's parts often hold a few rows, and
+ * each part's output is handed over as a view of this buffer, so a 64 KiB start pinned 64 KiB per small part.
+ * Later buffers are sized from the previous batch, so a large part grows once. Not below 4 KiB, so that
+ * `Buffer.allocUnsafe` never hands out a slice of its shared pool (the encoder thread transfers these buffers).
+ */
+const MIN_CAPACITY = 4 * 1024
 
 /** Bytes with a DataView over exactly them, for `ByteOut.copyViewed`. */
 export interface Viewed {
