@@ -1,8 +1,4 @@
-import { setFlagsFromString } from "node:v8"
-import type { Worker } from "node:worker_threads"
-
-const FLAG = "--heap-growing-percent=15"
-const hold = () => setFlagsFromString(FLAG)
+import { holdV8Flag } from "./v8-flags.js"
 
 /**
  * For a run with a partitioned export: every part it opens and closes (thousands, with many distinct values) leaves
@@ -12,12 +8,4 @@ const hold = () => setFlagsFromString(FLAG)
  * resets V8's flags to the command line's, so it is set again for each (as young-generation.ts does). Not done when
  * the user sets it, nor for unpartitioned runs (their garbage dies young). Measured in docs/partitioning.md.
  */
-export const collectPartsSooner = (): void => {
-  const userSet = [...process.execArgv, process.env["NODE_OPTIONS"] ?? ""].some((arg) => /heap[-_]growing[-_]percent/.test(arg))
-  if (userSet) return
-  hold()
-  process.on("worker", (worker: Worker) => {
-    hold()
-    worker.once("online", hold)
-  })
-}
+export const collectPartsSooner = (): void => holdV8Flag("--heap-growing-percent=15", /heap[-_]growing[-_]percent/)

@@ -1,5 +1,4 @@
-import { setFlagsFromString } from "node:v8"
-import type { Worker } from "node:worker_threads"
+import { holdV8Flag } from "./v8-flags.js"
 
 /**
  * Keeps the CLI's young generation (V8's new space) at its initial size instead of letting it grow to 2 × 16 MiB.
@@ -15,13 +14,4 @@ import type { Worker } from "node:worker_threads"
  * default), nor by the library API. Imported first by bin/rivet.js, before the CLI's modules load (loading them
  * alone would grow the young generation).
  */
-const hold = () => setFlagsFromString("--semi-space-growth-factor=1")
-
-const userSized = [...process.execArgv, process.env["NODE_OPTIONS"] ?? ""].some((arg) => /semi[-_]space/.test(arg))
-if (!userSized) {
-  hold()
-  process.on("worker", (worker: Worker) => {
-    hold()
-    worker.once("online", hold)
-  })
-}
+holdV8Flag("--semi-space-growth-factor=1", /semi[-_]space/)

@@ -129,20 +129,17 @@ export const runCommand = Command.make(
         return new ExitCode(1)
       }
       const selected = planned ? [...planned.keys()] : exports
+      const toRun = loaded.right.exports.filter((spec) => selected.length === 0 || selected.includes(spec.name))
       // Rows written to the terminal would be redrawn over by the live lines: those runs get the plain lines.
-      const dataOnStdout = loaded.right.exports.some(
-        (spec) => (selected.length === 0 || selected.includes(spec.name)) && spec.destination.plugin.type === "stdout"
-      )
-      if (loaded.right.exports.some((spec) => (selected.length === 0 || selected.includes(spec.name)) && spec.partition !== undefined)) {
-        collectPartsSooner()
-      }
-      const running = trackRunning(json ? jsonProgress : cliProgress({ verbose, dataOnStdout }))
+      const dataOnStdout = toRun.some((spec) => spec.destination.plugin.type === "stdout")
+      if (toRun.some((spec) => spec.partition !== undefined)) collectPartsSooner()
+      const reporting = trackRunning(json ? jsonProgress : cliProgress({ verbose, dataOnStdout }))
       const startedAt = Date.now()
-      const runs = yield* runConfig(loaded.right, { only: planned ? [...planned.keys()] : exports, resume, plans: planned, waitMs, workerRunId: workerRunId?.right }).pipe(
-        Effect.provide(running.layer),
+      const runs = yield* runConfig(loaded.right, { only: selected, resume, plans: planned, waitMs, workerRunId: workerRunId?.right }).pipe(
+        Effect.provide(reporting.layer),
         Effect.provide(telemetryLayer(process.env, { version: manifest.version, config: loaded.right.telemetry })),
         // After runConfig's own cleanup: by then statements are cancelled and uploads aborted.
-        Effect.onInterrupt(() => reportInterrupted({ json, exports: running.names(), startedAt })),
+        Effect.onInterrupt(() => reportInterrupted({ json, exports: reporting.names(), startedAt })),
         Effect.either
       )
       if (Either.isLeft(runs)) {
