@@ -23,7 +23,7 @@ interface OpenPart {
 }
 
 /** One batch's rows grouped by partition, groups in order of first appearance: rows of group g are `order[start[g]..start[g + 1])`. */
-const groupRows = (batch: Batch, layout: PartitionLayout) => {
+export const groupRows = (batch: Batch, layout: PartitionLayout) => {
   const ids = new Int32Array(batch.rowCount)
   const index = new Map<string, number>()
   const values: Array<ReadonlyArray<string | null>> = []
@@ -35,7 +35,8 @@ const groupRows = (batch: Batch, layout: PartitionLayout) => {
       const value = read(batch.columns[column]!, r)
       // Hive writes "" and NULL to the same directory, which readers give back as NULL.
       row[c] = value === "" ? null : value
-      key += row[c] === null ? "\u0001" : `\u0002${row[c]}`
+      // Length-prefixed, so no value (whatever characters it holds) can make two different tuples one key.
+      key += row[c] === null ? "\u0001" : `${row[c]!.length}:${row[c]}`
     }
     let id = index.get(key)
     if (id === undefined) {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { type BatchSchema, batchToRows, makeBatch } from "../../../src/core/batch.js"
 import { ConfigError } from "../../../src/core/errors.js"
 import { partitionOf } from "../../../src/config/partition.js"
+import { groupRows } from "../../../src/engine/partition/encode.js"
 import { takeRows } from "../../../src/engine/partition/take.js"
 import { partitionLayout, truncatedText } from "../../../src/engine/partition/values.js"
 
@@ -52,6 +53,19 @@ describe("partition layout and row routing", () => {
     expect(partitionOf({ partition_by: ["a"] }, "exports[2]", "stdout").problems.map((error) => error.path)).toEqual(["exports[2].partition_by"])
     expect(partitionOf({ max_open_partitions: 3 }, "exports[0]", "local").problems.map((error) => error.path)).toEqual(["exports[0].max_open_partitions"])
     expect(partitionOf({ partition_by: ["a", "a"] }, "exports[0]", "local").problems.map((error) => error.path)).toEqual(["exports[0].partition_by[1]"])
+  })
+
+  it("groups rows by their whole tuple of values, whatever characters the values hold", () => {
+    const pair: BatchSchema = {
+      columns: [{ name: "a", type: { kind: "string" } }, { name: "b", type: { kind: "string" } }, { name: "n", type: { kind: "int32" } }]
+    }
+    const layout = partitionLayout(partitionOf({ partition_by: ["a", "b"] }, "exports[0]", "local").spec!, pair)
+    if (layout instanceof ConfigError) throw layout
+    const batch = makeBatch(pair, [["x\u0002y", "x", "x\u0002y", null, ""], ["z", "y\u0002z", "z", "", null], [1, 2, 3, 4, 5]])
+    const { values, start } = groupRows(batch, layout)
+    // NULL and "" share Hive's default partition; the two tuples that concatenate alike stay apart.
+    expect(values).toEqual([["x\u0002y", "z"], ["x", "y\u0002z"], [null, null]])
+    expect([...start]).toEqual([0, 2, 3, 5])
   })
 
   it("takes rows of every layout, NULLs and lists included", () => {
