@@ -7,7 +7,8 @@ import type { BatchSchema } from "../../../core/batch.js"
 import type { SourceError } from "../../../core/errors.js"
 import type { RenderDialect, RenderedChunk, RenderedOrBatches, SourceQuery } from "../../../core/plugin.js"
 import { copyFailure, type CopyOut, copyOut } from "./copy-stream.js"
-import { csvCopyStatement } from "./csv-sql.js"
+import { makeRowFixer, type RowFixer } from "./csv-native-fix.js"
+import { type CsvCopy, csvCopyStatement } from "./csv-sql.js"
 import { connectionClosed, type ErrorContext } from "./errors.js"
 import { queryPieces, readPieces } from "./pieces.js"
 import { openCopy, planStatement } from "./result.js"
@@ -25,7 +26,7 @@ const LF = 0x0a
  * CSV byte for byte: a `columns:` override (its decoders change values), a column type without an expression
  * (csv-sql.ts), or a single column (COPY quotes a lone `\.` field there, the CSV format does not).
  */
-export const csvStatement = (query: SourceQuery, schema: BatchSchema): string | undefined => {
+export const csvStatement = (query: SourceQuery, schema: BatchSchema): CsvCopy | undefined => {
   if (query.columnTypes.size > 0 || schema.columns.length < 2) return undefined
   // Filter values inlined as literals (COPY takes no parameters), read like the untyped parameters they replace;
   // the session forces standard_conforming_strings so that quoteLiteral's quoting holds.
@@ -36,11 +37,12 @@ export const csvStatement = (query: SourceQuery, schema: BatchSchema): string | 
  * Reads `COPY … TO STDOUT (FORMAT csv)` into chunks of whole rows. PostgreSQL sends each row of a COPY TO as one
  * CopyData message (a quoted line break stays inside its message), and the COPY reader hands over one message at a
  * time, so rows are counted per message; a message not ending in a line feed fails the read rather than being
- * miscounted.
+ * miscounted. Columns left in PostgreSQL's own text are rewritten by `fixer` on the way into the chunk.
  */
 const copyChunks = (
   connection: postgres.TransactionSql,
   text: string,
+  fixer: RowFixer | undefined,
   batchSize: number,
   context: ErrorContext
 ): Effect.Effect<Stream.Stream<RenderedChunk, SourceError>, SourceError, Scope.Scope> =>
@@ -65,17 +67,18 @@ const copyChunks = (
       wake?.()
     }
 
+    const growth = fixer?.maxGrowth ?? 0
     const onChunk = (bytes: Uint8Array, start: number, end: number) => {
-      const message = bytes.subarray(start, end)
-      if (message.length === 0 || message[message.length - 1] !== LF) {
+      if (end <= start || bytes[end - 1] !== LF) {
         throw new Error("a CopyData message of COPY … (FORMAT csv) did not end with a row")
       }
-      if (used + message.length > buffer.length) {
+      const room = end - start + growth
+      if (used + room > buffer.length) {
         if (rows > 0) flush()
-        if (message.length > buffer.length) buffer = Buffer.allocUnsafe(message.length)
+        if (room > buffer.length) buffer = Buffer.allocUnsafe(room)
       }
-      buffer.set(message, used)
-      used += message.length
+      buffer.set(bytes.subarray(start, end), used)
+      used = fixer === undefined ? used + (end - start) : fixer.fix(buffer, used, used + (end - start))
       rows++
       if (rows >= maxRows || used >= CHUNK_BYTES) flush()
     }
@@ -137,11 +140,12 @@ export const openRendered = (
     const statement = renderStatement(query)
     const connection = yield* openSession(pool, settings, context)
     const { plans, schema } = yield* planStatement(connection, query, statement, context)
-    const texts = dialect === "csv" ? queryPieces(query, schema).map((piece) => csvStatement(piece, schema)) : []
-    if (texts.length === 0 || !texts.every((text) => text !== undefined)) {
+    const copies = dialect === "csv" ? queryPieces(query, schema).map((piece) => csvStatement(piece, schema)) : []
+    if (copies.length === 0 || !copies.every((copy) => copy !== undefined)) {
       const batches = yield* openCopy(connection, query, plans, schema, context)
       return { _tag: "Batches", result: { schema, batches } }
     }
-    const chunks = yield* readPieces(texts, (text) => copyChunks(connection, text, query.batchSize, context))
+    const fixer = makeRowFixer(copies[0]!.fixes)
+    const chunks = yield* readPieces(copies, (copy) => copyChunks(connection, copy.text, fixer, query.batchSize, context))
     return { _tag: "Rendered", schema, chunks }
   })
