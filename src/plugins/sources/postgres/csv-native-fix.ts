@@ -13,23 +13,25 @@
  * - `time`: `HH:MM:SS[.f…]` → `HH:MM:SS.ffffff`.
  * - `float`: PostgreSQL's shortest round-trip text; one in exponent notation gets JavaScript's spelling (fixed
  *   notation for exponents −7 < e < 21, no leading zero in the exponent). Text without an `e` is already right.
- * Every other field is left as it is (quoted ones included). The row is fixed in place, in the buffer it was
- * copied into: most rows only grow at their timestamp, and moving the bytes after it (`copyWithin`) is cheaper than
- * writing the row anew in JavaScript.
+ * Every other field is copied as it is (quoted ones included). The row is copied and fixed in one pass, byte by
+ * byte up to its last fixed column: a view per row (`subarray`) for `set` would make a young-generation object per
+ * row, and the reading thread's small young generation (src/cli/young-generation.ts) turns those into scavenges.
  */
 
 /** How a column's native text is rewritten (`none`: kept as it is). */
 export type CsvFix = "none" | "timestamp" | "timestamptz" | "time" | "float"
 
+/**
+ * Copies one CopyData message of rendered CSV, `source[start, end)` (a whole row ending in its line feed), into
+ * `target` from `at`, which has room for `end - start + maxGrowth` bytes; returns the offset after the row.
+ */
+export type RowWriter = (source: Uint8Array, start: number, end: number, target: Uint8Array, at: number) => number
+
 export interface RowFixer {
   /** The most bytes a row can grow by. */
   readonly maxGrowth: number
-  /**
-   * Fixes the row `buffer[start, end)` (one CopyData message, ending in its line feed) in place, growing it by at most
-   * `maxGrowth` bytes (the buffer must have that room after `end`); returns the row's new end. Throws on text it does
-   * not recognise, rather than writing wrong bytes.
-   */
-  readonly fix: (buffer: Uint8Array, start: number, end: number) => number
+  /** Writes the row with its columns fixed. Throws on text it does not recognise, rather than writing wrong bytes. */
+  readonly write: RowWriter
 }
 
 const COMMA = 0x2c
@@ -53,80 +55,68 @@ const CODES: Record<CsvFix, number> = { none: NONE, timestamp: TIMESTAMP, timest
 /** Bytes a fixed field can grow by: a float's `1e+20` becomes 21 digits (+16), a time gains `.000000` (+7). */
 const GROWTH = 16
 
-const unexpected = (what: string, buffer: Uint8Array, start: number, end: number): Error =>
-  new Error(`unexpected ${what} text in COPY … (FORMAT csv): ${JSON.stringify(Buffer.from(buffer.subarray(start, end)).toString("latin1"))}`)
+/** Below this many bytes a loop copies faster than `set` with the view it needs (and leaves no garbage). */
+const LOOP_BYTES = 64
 
-/** The end of the field starting at `p` (its comma or the row's line feed at `end - 1`). */
-const fieldEnd = (buffer: Uint8Array, p: number, end: number): number => {
-  if (buffer[p] === QUOTE) {
-    p++
-    for (;;) {
-      while (p < end && buffer[p] !== QUOTE) p++
-      if (p >= end) return end
-      if (buffer[p + 1] !== QUOTE) return p + 1
-      p += 2
-    }
+/** Copies `source[from, to)` into `target` at `at`; returns the offset after it. */
+export const copyBytes: RowWriter = (source, from, to, target, at) => {
+  if (to - from >= LOOP_BYTES) {
+    target.set(source.subarray(from, to), at)
+    return at + (to - from)
   }
-  // An unquoted field holds no line feed: only the row's last byte is one.
-  const last = end - 1
-  while (p < last && buffer[p] !== COMMA) p++
-  return p
+  while (from < to) target[at++] = source[from++]!
+  return at
 }
 
-/** Moves the row's bytes `[from, end)` by `delta`; returns the row's new end. */
-const shift = (buffer: Uint8Array, from: number, end: number, delta: number): number => {
-  if (delta === 0) return end
-  if (end - from === 1) buffer[from + delta] = buffer[from]!
-  else buffer.copyWithin(from + delta, from, end)
-  return end + delta
-}
-
-// The end of the field just fixed, a second result kept out of an allocated pair on this per-row path.
-let fieldTo = 0
+const unexpected = (what: string, source: Uint8Array, start: number, end: number): Error =>
+  new Error(`unexpected ${what} text in COPY … (FORMAT csv): ${JSON.stringify(Buffer.from(source.subarray(start, end)).toString("latin1"))}`)
 
 /**
- * Pads the fraction of a time of day whose seconds end at `q` (`.` and 0–6 digits, or nothing) to six digits and
- * appends `suffix` (0: none); `rest` bytes (a zone) follow the fraction and are dropped. Returns the row's new end.
+ * Writes `.` and the fraction of a time of day at `source[p, to)` (`.` and 0–6 digits, or nothing) padded to six
+ * digits, returns the offset after it in `target`; where the fraction ended in `source` is left in `fractionEnd`
+ * (a second result kept out of an allocated pair on this per-row path).
  */
-const padFraction = (buffer: Uint8Array, q: number, to: number, end: number, rest: number, suffix: number): number => {
-  let digits = -1
-  if (q < to && buffer[q] === DOT) {
-    digits = 0
-    while (q + 1 + digits < to && buffer[q + 1 + digits]! >= ZERO && buffer[q + 1 + digits]! <= NINE) digits++
+const fraction = (source: Uint8Array, p: number, to: number, target: Uint8Array, at: number): number => {
+  target[at++] = DOT
+  let digits = 0
+  if (p < to && source[p] === DOT) {
+    p++
+    while (p < to && source[p]! >= ZERO && source[p]! <= NINE) {
+      target[at++] = source[p++]!
+      digits++
+    }
   }
-  const fractionEnd = q + 1 + digits
-  if (to - fractionEnd !== rest) return -1
-  const newTo = q + 7 + (suffix === 0 ? 0 : 1)
-  end = shift(buffer, to, end, newTo - to)
-  let at = fractionEnd
-  if (digits < 0) buffer[at++] = DOT
-  while (at < q + 7) buffer[at++] = ZERO
-  if (suffix !== 0) buffer[at] = suffix
-  fieldTo = newTo
-  return end
+  for (; digits < 6; digits++) target[at++] = ZERO
+  fractionEnd = p
+  return at
 }
+let fractionEnd = 0
 
-const timestamp = (buffer: Uint8Array, p: number, to: number, end: number, zoned: boolean): number => {
+const timestamp = (source: Uint8Array, p: number, to: number, target: Uint8Array, at: number, zoned: boolean): number => {
   // NULL, or the server's own expanded form (years outside 1–9999): kept.
-  if (to - p < 19 || buffer[p + 10] !== SPACE) {
-    fieldTo = to
-    return end
+  if (to - p < 19 || source[p + 10] !== SPACE) return copyBytes(source, p, to, target, at)
+  for (let i = 0; i < 10; i++) target[at++] = source[p + i]!
+  target[at++] = T
+  for (let i = 11; i < 19; i++) target[at++] = source[p + i]!
+  at = fraction(source, p + 19, to, target, at)
+  if (!zoned) {
+    if (fractionEnd !== to) throw unexpected("timestamp", source, p, to)
+    return at
   }
-  buffer[p + 10] = T
-  if (zoned && (buffer[to - 3] !== PLUS || buffer[to - 2] !== ZERO || buffer[to - 1] !== ZERO)) throw unexpected("timestamptz", buffer, p, to)
-  const fixed = padFraction(buffer, p + 19, to, end, zoned ? 3 : 0, zoned ? Z : 0)
-  if (fixed < 0) throw unexpected(zoned ? "timestamptz" : "timestamp", buffer, p, to)
-  return fixed
+  if (to - fractionEnd !== 3 || source[to - 3] !== PLUS || source[to - 2] !== ZERO || source[to - 1] !== ZERO) {
+    throw unexpected("timestamptz", source, p, to)
+  }
+  target[at++] = Z
+  return at
 }
 
-const time = (buffer: Uint8Array, p: number, to: number, end: number): number => {
-  if (p === to) {
-    fieldTo = to
-    return end
-  }
-  const fixed = to - p < 8 ? -1 : padFraction(buffer, p + 8, to, end, 0, 0)
-  if (fixed < 0) throw unexpected("time", buffer, p, to)
-  return fixed
+const time = (source: Uint8Array, p: number, to: number, target: Uint8Array, at: number): number => {
+  if (p === to) return at
+  if (to - p < 8) throw unexpected("time", source, p, to)
+  for (let i = 0; i < 8; i++) target[at++] = source[p + i]!
+  at = fraction(source, p + 8, to, target, at)
+  if (fractionEnd !== to) throw unexpected("time", source, p, to)
+  return at
 }
 
 /** The exponent-notation case of `float`, mirroring PostgreSQL's `1e-05`/`1.5e+20` into JavaScript's spelling. */
@@ -141,43 +131,64 @@ const exponentFloat = (text: string): string => {
   return `${sign}${digits.slice(0, e + 1)}.${digits.slice(e + 1)}`
 }
 
-const float = (buffer: Uint8Array, p: number, to: number, end: number): number => {
-  fieldTo = to
-  let i = p
-  while (i < to && buffer[i] !== E) i++
-  if (i === to) return end
-  const text = exponentFloat(Buffer.from(buffer.subarray(p, to)).toString("latin1"))
-  end = shift(buffer, to, end, p + text.length - to)
-  for (let k = 0; k < text.length; k++) buffer[p + k] = text.charCodeAt(k)
-  fieldTo = p + text.length
-  return end
+const float = (source: Uint8Array, p: number, to: number, target: Uint8Array, at: number): number => {
+  const from = at
+  for (let i = p; i < to; i++) {
+    const byte = source[i]!
+    if (byte === E) {
+      const text = exponentFloat(Buffer.from(source.subarray(p, to)).toString("latin1"))
+      for (let k = 0; k < text.length; k++) target[from + k] = text.charCodeAt(k)
+      return from + text.length
+    }
+    target[at++] = byte
+  }
+  return at
 }
 
 /** The fixer for a row of these columns, or `undefined` when no column needs one. */
 export const makeRowFixer = (fixes: ReadonlyArray<CsvFix>): RowFixer | undefined => {
-  const last = fixes.findLastIndex((fix) => fix !== "none")
-  if (last < 0) return undefined
-  const codes = Uint8Array.from(fixes.slice(0, last + 1), (fix) => CODES[fix])
-  const fix = (buffer: Uint8Array, start: number, end: number): number => {
+  const lastFixed = fixes.findLastIndex((fix) => fix !== "none")
+  if (lastFixed < 0) return undefined
+  const codes = Uint8Array.from(fixes.slice(0, lastFixed + 1), (fix) => CODES[fix])
+  const write: RowWriter = (source, start, end, target, at) => {
+    // An unquoted field holds no line feed: the row's last byte is its only one.
+    const last = end - 1
     let p = start
     for (let c = 0; c < codes.length; c++) {
       if (c > 0) {
-        if (buffer[p] !== COMMA) throw unexpected("row", buffer, start, end)
+        if (source[p] !== COMMA) throw unexpected("row", source, start, end)
+        target[at++] = COMMA
         p++
       }
       const code = codes[c]!
-      const to = fieldEnd(buffer, p, end)
       if (code === NONE) {
-        p = to
+        if (source[p] !== QUOTE) {
+          while (p < last && source[p] !== COMMA) target[at++] = source[p++]!
+          continue
+        }
+        // A quoted field: up to the quote not followed by another.
+        target[at++] = QUOTE
+        p++
+        for (;;) {
+          while (p < last && source[p] !== QUOTE) target[at++] = source[p++]!
+          if (p >= last) throw unexpected("row", source, start, end)
+          target[at++] = QUOTE
+          p++
+          if (source[p] !== QUOTE) break
+          target[at++] = QUOTE
+          p++
+        }
         continue
       }
-      if (buffer[p] === QUOTE) throw unexpected("quoted", buffer, p, to)
-      if (code === TIMESTAMP || code === TIMESTAMPTZ) end = timestamp(buffer, p, to, end, code === TIMESTAMPTZ)
-      else if (code === TIME) end = time(buffer, p, to, end)
-      else end = float(buffer, p, to, end)
-      p = fieldTo
+      let to = p
+      while (to < last && source[to] !== COMMA) to++
+      if (source[p] === QUOTE) throw unexpected("quoted", source, p, to)
+      if (code === TIMESTAMP || code === TIMESTAMPTZ) at = timestamp(source, p, to, target, at, code === TIMESTAMPTZ)
+      else if (code === TIME) at = time(source, p, to, target, at)
+      else at = float(source, p, to, target, at)
+      p = to
     }
-    return end
+    return copyBytes(source, p, end, target, at)
   }
-  return { maxGrowth: GROWTH * fixes.filter((fix) => fix !== "none").length, fix }
+  return { maxGrowth: GROWTH * codes.filter((code) => code !== NONE).length, write }
 }

@@ -7,7 +7,7 @@ import type { BatchSchema } from "../../../core/batch.js"
 import type { SourceError } from "../../../core/errors.js"
 import type { RenderDialect, RenderedChunk, RenderedOrBatches, SourceQuery } from "../../../core/plugin.js"
 import { copyFailure, type CopyOut, copyOut } from "./copy-stream.js"
-import { makeRowFixer, type RowFixer } from "./csv-native-fix.js"
+import { copyBytes, makeRowFixer, type RowFixer } from "./csv-native-fix.js"
 import { type CsvCopy, csvCopyStatement } from "./csv-sql.js"
 import { connectionClosed, type ErrorContext } from "./errors.js"
 import { queryPieces, readPieces } from "./pieces.js"
@@ -77,8 +77,7 @@ const copyChunks = (
         if (rows > 0) flush()
         if (room > buffer.length) buffer = Buffer.allocUnsafe(room)
       }
-      buffer.set(bytes.subarray(start, end), used)
-      used = fixer === undefined ? used + (end - start) : fixer.fix(buffer, used, used + (end - start))
+      used = (fixer?.write ?? copyBytes)(bytes, start, end, buffer, used)
       rows++
       if (rows >= maxRows || used >= CHUNK_BYTES) flush()
     }
