@@ -17,7 +17,6 @@ import { runCommand } from "./commands/run.js"
 import { schemaCommand } from "./commands/schema.js"
 import { stateCommand } from "./commands/state.js"
 import { validateCommand } from "./commands/validate.js"
-import { collectAfterReceiving } from "../plugins/formats/thread/garbage.js"
 import { ExitCode } from "./exit.js"
 import { manifest } from "./manifest.js"
 import { withPlainConsole } from "./plain-console.js"
@@ -27,9 +26,6 @@ import { interruptedExitCode, recordSignals } from "./signals.js"
 process.env["AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED"] ??= "true"
 
 const { version } = manifest
-
-// The reading thread's own collector (the library leaves its host's alone): see garbage.ts.
-collectAfterReceiving(16 * 2 ** 20)
 
 // The completions command describes the whole CLI, itself included, so it reads the root once it exists.
 const root: { command?: Command.Command<string, unknown, unknown, unknown> } = {}

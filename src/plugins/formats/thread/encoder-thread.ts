@@ -8,7 +8,6 @@ import { Worker } from "node:worker_threads"
 import type { Batch, BatchSchema } from "../../../core/batch.js"
 import { describeCause, FormatError } from "../../../core/errors.js"
 import type { PartEncoder, PartInfo } from "../../../core/plugin.js"
-import { makeGarbageTrigger } from "./garbage.js"
 import type { EncoderInit, FromEncoder, ToEncoder } from "./protocol.js"
 import { AlreadyHandedOver, transferable } from "./transfer.js"
 
@@ -58,9 +57,7 @@ const startThread = (init: EncoderInit): Effect.Effect<EncoderThread, FormatErro
         resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB }
       })
       const thread: EncoderThread = { worker, parts: new Map(), stopped: undefined, nextPart: 0 }
-      const received = makeGarbageTrigger()
       worker.on("message", (message: FromEncoder) => {
-        if (message._tag === "Bytes") received(message.chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0))
         const inbox = thread.parts.get(message.part)
         if (inbox !== undefined) Queue.unsafeOffer(inbox, message)
       })
