@@ -15,8 +15,8 @@ import { AlreadyHandedOver, transferable } from "./transfer.js"
  * Parts encoded on a thread of the export's own: the reading thread decodes the source's rows into batches while
  * the encoder thread turns the previous ones into bytes, so an export uses a second core. A batch's buffers are
  * transferred, without a copy where a builder made them for it alone (transfer.ts), and the encoder thread frees them
- * as soon as they are encoded (release.ts) instead of leaving them to its garbage collector; at most `IN_FLIGHT` of a part's
- * batches wait for the encoder, which bounds memory and lets backpressure reach the source.
+ * as soon as they are encoded (release.ts) instead of leaving them to its garbage collector; at most `IN_FLIGHT` of a
+ * part's batches wait for the encoder, which bounds memory and lets backpressure reach the source.
  */
 const WORKER_URL = new URL("./encoder-worker.js", import.meta.url)
 const IN_FLIGHT = 1
