@@ -3,8 +3,11 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import { DEFAULT_ROW_GROUP_BYTES } from "../../../src/plugins/formats/parquet/config.js"
+import { makeCodec } from "../../../src/plugins/formats/parquet/compressors.js"
+import { makePartEncoder } from "../../../src/plugins/formats/parquet/encoder.js"
 import parquet from "../../../src/plugins/formats/parquet/index.js"
-import { batchFromColumns, type BatchSchema, makeBatch, type Value } from "../../../src/core/batch.js"
+import { releaseBuffers } from "../../../src/plugins/formats/thread/release.js"
+import { type Batch, batchFromColumns, type BatchSchema, makeBatch, type Value } from "../../../src/core/batch.js"
 import { FormatDriver } from "../../../src/core/plugin.js"
 import { allTypesRows, allTypesSchema, encodeAll, rowObjects } from "./fixtures.js"
 import { concat, metadataOf, readRows } from "./read-back.js"
@@ -275,4 +278,46 @@ describe("parquet encoder", () => {
       })
     )
   })
+})
+
+describe("parquet encoder releasing batches (the encoder thread's way)", () => {
+  // Every typed array's buffer in a batch's columns.
+  const buffersOf = (value: unknown, into = new Set<ArrayBuffer>()): Set<ArrayBuffer> => {
+    if (ArrayBuffer.isView(value)) into.add(value.buffer as ArrayBuffer)
+    else if (typeof value === "object" && value !== null) for (const inner of Object.values(value)) buffersOf(inner, into)
+    return into
+  }
+
+  it.effect("hands each batch over once, after the row group with its last rows; its buffers freed then, the file reads back exactly", () =>
+    Effect.gen(function* () {
+      const config = yield* Schema.decodeUnknown(parquet.config)({ row_group_size: 6 }).pipe(Effect.orDie)
+      const codec = yield* makeCodec(config)
+      const released: Array<Batch> = []
+      const encoder = makePartEncoder(allTypesSchema, {
+        codec,
+        rowGroupSize: 6,
+        rowGroupBytes: Number.POSITIVE_INFINITY,
+        release: (batch) => {
+          released.push(batch)
+          releaseBuffers(buffersOf(batch.columns))
+        }
+      })
+      const batches: Array<Batch> = []
+      const chunks: Array<Uint8Array> = []
+      // Batches of 2, 3, 1, 5, 2, 3, 1, 3 rows in groups of 6: the 5-row batch spans two groups.
+      for (const [from, to] of [[0, 2], [2, 5], [5, 6], [6, 11], [11, 13], [13, 16], [16, 17], [17, 20]] as const) {
+        const slice = rows.slice(from, to)
+        const batch = makeBatch(allTypesSchema, allTypesSchema.columns.map((_, c) => slice.map((row) => row[c]!)))
+        batches.push(batch)
+        chunks.push(...(yield* encoder.write(batch)))
+        const written = Math.floor(to / 6) * 6
+        // Exactly the batches whose last row is in a written group, in order.
+        expect(released).toEqual(batches.filter((_, i) => [2, 5, 6, 11, 13, 16, 17, 20][i]! <= written))
+      }
+      chunks.push(...(yield* encoder.finish))
+      expect(released).toEqual(batches)
+      for (const batch of batches) for (const buffer of buffersOf(batch.columns)) expect(buffer.byteLength).toBe(0)
+      expect(yield* readBack(chunks)).toEqual(expected)
+    })
+  )
 })

@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type { BatchSchema } from "../../../core/batch.js"
+import type { Batch, BatchSchema } from "../../../core/batch.js"
 import { describeCause, FormatError } from "../../../core/errors.js"
 import type { FormatDriverShape, PartInfo } from "../../../core/plugin.js"
 import { type ParquetConfig, rowGroupLimits } from "./config.js"
@@ -25,9 +25,13 @@ const validate = Effect.fn("ParquetFormat.validate")(function* (schema: BatchSch
 /**
  * Opens Parquet parts on the calling thread (the encoder thread's way, and the fallback without one). The writer and
  * its compressors load here, on first use: a reading thread that hands its parts to the encoder thread never loads
- * them (apache-arrow, for the footer's Arrow schema, alone costs ~20 MB).
+ * them (apache-arrow, for the footer's Arrow schema, alone costs ~20 MB). `release` gets each batch once its rows
+ * are encoded (see `EncoderSettings`).
  */
-export const parquetPartOpener = (config: ParquetConfig): Effect.Effect<ThreadedOpen, FormatError> =>
+export const parquetPartOpener = (
+  config: ParquetConfig,
+  release?: (batch: Batch) => void
+): Effect.Effect<ThreadedOpen, FormatError> =>
   Effect.gen(function* () {
     const [{ makeCodec }, { makePartEncoder }] = yield* Effect.promise(() =>
       Promise.all([import("./compressors.js"), import("./encoder.js")])
@@ -36,7 +40,7 @@ export const parquetPartOpener = (config: ParquetConfig): Effect.Effect<Threaded
     const limits = rowGroupLimits(config)
     return (schema, part) =>
       Effect.try({
-        try: () => makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes }, part),
+        try: () => makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes, release }, part),
         catch: (cause) =>
           new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })
       })

@@ -18,6 +18,11 @@ export interface EncoderSettings {
   readonly rowGroupSize: number
   /** A row group also ends once its rows' estimated size reaches this (checked after each batch). */
   readonly rowGroupBytes: number
+  /**
+   * Gets each batch once its last rows are in a row group written out: the encoder reads the batch's buffers no
+   * more (statistics keep copies), so the encoder thread can free them.
+   */
+  readonly release?: ((batch: Batch) => void) | undefined
 }
 
 const MAGIC = new TextEncoder().encode("PAR1")
@@ -47,6 +52,8 @@ interface Slice {
   readonly words: ReadonlyArray<Uint32Array | undefined>
   readonly from: number
   readonly to: number
+  /** The batch, on the slice holding its last rows. */
+  readonly ends: Batch | undefined
 }
 
 const formatError = (message: string, hint?: string): FormatError =>
@@ -106,6 +113,7 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, 
       return writeColumnChunk(out, written, column.leaf, slices, codec.codec, codec.compress, scratch)
     })
     rowGroups.push({ columns: chunks, numRows: pendingRows, fileOffset })
+    for (const slice of pending) if (slice.ends !== undefined) settings.release?.(slice.ends)
     pending = []
     pendingRows = 0
     pendingBytes = 0
@@ -147,7 +155,7 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, 
     let from = 0
     while (from < batch.rowCount) {
       const to = Math.min(batch.rowCount, from + settings.rowGroupSize - pendingRows)
-      pending.push({ columns: batch.columns, words, from, to })
+      pending.push({ columns: batch.columns, words, from, to, ends: to === batch.rowCount ? batch : undefined })
       for (const data of batch.columns) pendingBytes += sliceByteLength(data, from, to)
       pendingRows += to - from
       from = to

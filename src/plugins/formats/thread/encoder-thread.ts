@@ -14,8 +14,9 @@ import { AlreadyHandedOver, transferable } from "./transfer.js"
 /**
  * Parts encoded on a thread of the export's own: the reading thread decodes the source's rows into batches while
  * the encoder thread turns the previous ones into bytes, so an export uses a second core. A batch's buffers are
- * transferred, without a copy where a builder made them for it alone (transfer.ts); at most `IN_FLIGHT` of a part's
- * batches wait for the encoder, which bounds memory and lets backpressure reach the source.
+ * transferred, without a copy where a builder made them for it alone (transfer.ts), and the encoder thread frees them
+ * as soon as they are encoded (release.ts) instead of leaving them to its garbage collector; at most `IN_FLIGHT` of a
+ * part's batches wait for the encoder, which bounds memory and lets backpressure reach the source.
  */
 const WORKER_URL = new URL("./encoder-worker.js", import.meta.url)
 const IN_FLIGHT = 1
@@ -141,7 +142,7 @@ export const makeEncoderThread = (init: EncoderInit, scope: Scope.Scope): Thread
                   hint: "a transform must emit each batch once; copy the columns of a batch it emits again"
                 })
             })
-            yield* post({ _tag: "Write", part, columns, rowCount: batch.rowCount }, transfer)
+            yield* post({ _tag: "Write", part, columns, rowCount: batch.rowCount, buffers: transfer }, transfer)
             waiting++
             return yield* collect(IN_FLIGHT)
           }),

@@ -10,7 +10,14 @@ import type { ParquetConfig } from "../parquet/config.js"
  */
 export type ToEncoder =
   | { readonly _tag: "Open"; readonly part: number; readonly schema: BatchSchema; readonly info: PartInfo | undefined }
-  | { readonly _tag: "Write"; readonly part: number; readonly columns: ReadonlyArray<ColumnData>; readonly rowCount: number }
+  | {
+      readonly _tag: "Write"
+      readonly part: number
+      readonly columns: ReadonlyArray<ColumnData>
+      readonly rowCount: number
+      /** The columns' buffers, transferred: the encoder thread owns them and frees them once they are encoded. */
+      readonly buffers: ReadonlyArray<ArrayBuffer>
+    }
   | { readonly _tag: "Finish"; readonly part: number }
 
 export type FromEncoder =
