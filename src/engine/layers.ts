@@ -25,11 +25,20 @@ export const sourceLayer = (config: RivetConfig, env: Env, concurrency = widestP
     config.source.make(pluginContext(config, env, concurrency))
   )
 
+/**
+ * A partitioned export encodes on the reading thread: each of its parts makes a round trip to an encoder thread
+ * (open, write, finish), and with many partitions those round trips cost more time and memory than the second
+ * core gives back (docs/partitioning.md, "Memory").
+ */
+const formatEnv = (spec: ExportConfig, env: Env): Env =>
+  spec.partition === undefined ? env : { ...(env ?? process.env), RIVET_ENCODER_THREAD: "0" }
+
 /** The format and sink drivers of one export (`rivet run`, `rivet validate`, chunk worker threads). */
 export const exportLayer = (config: RivetConfig, spec: ExportConfig, env: Env) => {
   const context = pluginContext(config, env, widestParallel(config), spec.name)
+  const formatContext = pluginContext(config, formatEnv(spec, env), widestParallel(config), spec.name)
   return Layer.merge(
-    guardedFormat({ kind: "format", type: spec.format.plugin.type, exportName: spec.name }, () => spec.format.make(context)),
+    guardedFormat({ kind: "format", type: spec.format.plugin.type, exportName: spec.name }, () => spec.format.make(formatContext)),
     guardedSink({ kind: "sink", type: spec.destination.plugin.type, exportName: spec.name }, () =>
       spec.destination.make(context)
     )

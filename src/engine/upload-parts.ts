@@ -1,6 +1,9 @@
 import { createHash, type Hash } from "node:crypto"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -211,13 +214,33 @@ export const uploadParts = <E, R>(
         return Option.some(record)
       })
 
-    const records = yield* pieces.pipe(
-      Stream.mapConcat(toBlocks(sink.capabilities.blockSize)),
-      Stream.tap((block) => (block.index === 0 ? spans.start(block.part, options.keyOf(block.part)) : Effect.void)),
-      Stream.mapEffect(writeBlock, { concurrency: Math.max(1, sink.capabilities.concurrency) }),
-      Stream.mapEffect(commit),
-      Stream.filterMap((record) => record),
-      Stream.runCollect
+    // Blocks are written up to `concurrency` at once and committed in stream order. The writes are forked into the
+    // unit's scope by hand: Stream.mapEffect with `concurrency` costs ~0.5 ms of CPU and ~100 KB of garbage per
+    // element, which a partitioned export with thousands of small parts pays per part. A write that fails stops
+    // the unit at once (`failed`), not when its turn to commit comes; the others are interrupted with the scope.
+    const scope = yield* Effect.scope
+    const concurrency = Math.max(1, sink.capabilities.concurrency)
+    const failed = yield* Deferred.make<never, SinkError>()
+    const write = (block: Block) =>
+      writeBlock(block).pipe(
+        Effect.tapErrorCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Deferred.failCause(failed, cause)))
+      )
+    const writing: Array<Fiber.RuntimeFiber<Block, SinkError>> = []
+    const records: Array<PartRecord> = []
+    const commitOldest = Effect.suspend(() => Fiber.join(writing.shift()!)).pipe(
+      Effect.flatMap(commit),
+      Effect.map((record) => {
+        if (Option.isSome(record)) records.push(record.value)
+      })
     )
-    return [...records]
+    const blocks = Stream.mapConcat(pieces, toBlocks(sink.capabilities.blockSize)).pipe(Stream.interruptWhen(Deferred.await(failed)))
+    yield* Stream.runForEach(blocks, (block) =>
+      Effect.gen(function* () {
+        if (block.index === 0) yield* spans.start(block.part, options.keyOf(block.part))
+        while (writing.length >= concurrency) yield* commitOldest
+        writing.push(yield* Effect.forkIn(write(block), scope))
+      })
+    )
+    while (writing.length > 0) yield* commitOldest
+    return records
   })

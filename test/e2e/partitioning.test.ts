@@ -152,9 +152,10 @@ describe("partition_by", () => {
     expect(manifest.part_count).toBeGreaterThan(10_000)
     expect(manifest.row_count).toBe(100_000)
     console.log(`peak RSS: unpartitioned ${plain.peakKib} KiB, partitioned ${parted.peakKib} KiB (${manifest.part_count} parts)`)
-    // Measured 93-96 MiB vs 153-156 MiB (10 000 partitions): the open parts are bounded, but every part leaves
-    // garbage (its encoder-thread round trips, encoder, upload) the collector frees late — not within 20 % yet (see the docs).
-    expect(parted.peakKib).toBeLessThanOrEqual(plain.peakKib * 2)
+    // Measured 95 MiB vs 126-128 MiB on a quiet machine (10 000 partitions; 150-153 MiB before the partitioned path
+    // left the encoder thread): the open parts are bounded, but every part leaves garbage the collector frees late —
+    // not within 20 % yet (docs/partitioning.md). 1.5x leaves room for a loaded machine.
+    expect(parted.peakKib).toBeLessThanOrEqual(plain.peakKib * 1.5)
   }, 90_000)
 
   it("a failure mid-export leaves no _SUCCESS, no manifest and no open multipart upload", async () => {

@@ -293,3 +293,23 @@ describe("ByteOut.copyViewed", () => {
     expect(Buffer.concat(out.take()).equals(Buffer.from(expected))).toBe(true)
   })
 })
+
+describe("ByteOut.take", () => {
+  it("copies out output that fills little of its buffer and keeps the buffer; larger output is handed over whole", () => {
+    const out = new ByteOut()
+    out.ascii("a,b\n")
+    const small = out.take()[0]!
+    expect(Buffer.from(small).toString()).toBe("a,b\n")
+    // A copy of exactly its bytes: it pins no 4 KiB buffer, and the next write cannot change it.
+    expect(small.buffer.byteLength).toBe(4)
+    const kept = out.buf
+    out.ascii("c,d\n")
+    expect(out.buf).toBe(kept)
+    expect(Buffer.from(small).toString()).toBe("a,b\n")
+    expect(Buffer.concat(out.take()).toString()).toBe("c,d\n")
+    out.ascii("x".repeat(kept.length))
+    const large = out.take()[0]!
+    expect(large.length).toBe(kept.length)
+    expect(large.buffer).not.toBe(out.buf.buffer)
+  })
+})

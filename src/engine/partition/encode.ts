@@ -22,36 +22,41 @@ interface OpenPart {
   rows: number
 }
 
-/** One batch's rows grouped by partition, groups in order of first appearance: rows of group g are `order[start[g]..start[g + 1])`. */
+/**
+ * One batch's rows grouped by partition, groups in order of first appearance: rows of group g are
+ * `order[start[g]..start[g + 1])`, its values `values[g]`. Each partition column is coded per batch (codes.ts);
+ * a tuple of codes gets its group one column at a time — the group of the first c columns and the code of the next
+ * — so every key is a small whole number, however many columns and whatever characters their values hold.
+ */
 export const groupRows = (batch: Batch, layout: PartitionLayout) => {
-  const ids = new Int32Array(batch.rowCount)
-  const index = new Map<string, number>()
-  const values: Array<ReadonlyArray<string | null>> = []
-  const row: Array<string | null> = layout.readers.map(() => null)
-  for (let r = 0; r < batch.rowCount; r++) {
-    let key = ""
-    for (let c = 0; c < layout.readers.length; c++) {
-      const { index: column, read } = layout.readers[c]!
-      const value = read(batch.columns[column]!, r)
-      // Hive writes "" and NULL to the same directory, which readers give back as NULL.
-      row[c] = value === "" ? null : value
-      // Length-prefixed, so no value (whatever characters it holds) can make two different tuples one key.
-      key += row[c] === null ? "\u0001" : `${row[c]!.length}:${row[c]}`
+  const rowCount = batch.rowCount
+  const [first, ...rest] = layout.readers.map(({ index, encode }) => encode(batch.columns[index]!, rowCount))
+  let ids = first!.codes
+  let values: Array<ReadonlyArray<string | null>> = first!.texts.map((text) => [text])
+  for (const column of rest) {
+    const next = new Int32Array(rowCount)
+    const byPair = new Map<number, number>()
+    const tuples: Array<ReadonlyArray<string | null>> = []
+    const width = column.texts.length
+    for (let r = 0; r < rowCount; r++) {
+      const pair = ids[r]! * width + column.codes[r]!
+      let id = byPair.get(pair)
+      if (id === undefined) {
+        id = tuples.length
+        byPair.set(pair, id)
+        tuples.push([...values[ids[r]!]!, column.texts[column.codes[r]!]!])
+      }
+      next[r] = id
     }
-    let id = index.get(key)
-    if (id === undefined) {
-      id = values.length
-      index.set(key, id)
-      values.push([...row])
-    }
-    ids[r] = id
+    ids = next
+    values = tuples
   }
   const start = new Int32Array(values.length + 1)
-  for (let r = 0; r < ids.length; r++) start[ids[r]! + 1]!++
+  for (let r = 0; r < rowCount; r++) start[ids[r]! + 1]!++
   for (let g = 0; g < values.length; g++) start[g + 1]! += start[g]!
-  const order = new Int32Array(ids.length)
+  const order = new Int32Array(rowCount)
   const next = start.slice(0, values.length)
-  for (let r = 0; r < ids.length; r++) order[next[ids[r]!]!++] = r
+  for (let r = 0; r < rowCount; r++) order[next[ids[r]!]!++] = r
   return { values, start, order }
 }
 

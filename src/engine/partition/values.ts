@@ -4,9 +4,7 @@ import { ConfigError } from "../../core/errors.js"
 import { keyText } from "../../core/key-text.js"
 import { renderDate } from "../../core/temporal-text.js"
 import type { PartitionColumn, PartitionGranularity, PartitionSpec } from "../../config/partition.js"
-
-/** The partition value of one row of a column: text, or null for SQL NULL. */
-export type ValueReader = (column: ColumnData, row: number) => string | null
+import { bucketCoder, type ColumnCoder, daysOfDates, hoursOfMicros, readingCoder, utf8Coder, type ValueReader } from "./codes.js"
 
 const MICROS_PER_HOUR = 3_600_000_000n
 
@@ -32,35 +30,66 @@ const floorDiv = (value: bigint, by: bigint): bigint => {
 
 const utf8 = new TextDecoder()
 
-const truncatingReader = (type: LogicalType, granularity: PartitionGranularity): ValueReader | undefined => {
-  if (type.kind === "date" && granularity !== "hour")
-    return (column, row) => (isValid(column, row) && column.layout === "int32" ? truncatedText(granularity, column.values[row]!, 0) : null)
-  if (type.kind === "timestamp" || type.kind === "timestamptz")
-    return (column, row) => {
+/** A partition column's value per row (`read`) and per batch (`encode`, the same texts as codes). */
+export interface PartitionReader {
+  readonly read: ValueReader
+  readonly encode: ColumnCoder
+}
+
+const truncatingReader = (type: LogicalType, granularity: PartitionGranularity): PartitionReader | undefined => {
+  if (type.kind === "date" && granularity !== "hour") {
+    const read: ValueReader = (column, row) =>
+      isValid(column, row) && column.layout === "int32" ? truncatedText(granularity, column.values[row]!, 0) : null
+    return { read, encode: bucketCoder(daysOfDates, (days) => truncatedText(granularity, days, 0), read) }
+  }
+  if (type.kind === "timestamp" || type.kind === "timestamptz") {
+    const read: ValueReader = (column, row) => {
       if (!isValid(column, row) || column.layout !== "int64") return null
       const hours = floorDiv(column.values[row]!, MICROS_PER_HOUR)
       const days = floorDiv(hours, 24n)
       return truncatedText(granularity, Number(days), Number(hours - days * 24n))
     }
+    const hourText = (hours: number) => {
+      const days = Math.floor(hours / 24)
+      return truncatedText(granularity, days, hours - days * 24)
+    }
+    // Below an hour, rows of one day share a text: they are bucketed by day, so a batch has fewer buckets.
+    const bucketOf =
+      granularity === "hour"
+        ? hoursOfMicros
+        : (column: ColumnData) => {
+            const hoursAt = hoursOfMicros(column)
+            return hoursAt && ((row: number) => {
+              const hours = hoursAt(row)
+              return hours === undefined ? undefined : Math.floor(hours / 24)
+            })
+          }
+    return { read, encode: bucketCoder(bucketOf, granularity === "hour" ? hourText : (days) => truncatedText(granularity, days, 0), read) }
+  }
   return undefined
 }
 
-const plainReader = (type: LogicalType): ValueReader | undefined => {
-  if (type.kind === "string")
-    return (column, row) =>
+const plainReader = (type: LogicalType): PartitionReader | undefined => {
+  if (type.kind === "string") {
+    const read: ValueReader = (column, row) =>
       isValid(column, row) && column.layout === "binary"
         ? utf8.decode(column.data.subarray(column.offsets[row]!, column.offsets[row + 1]!))
         : null
-  if (type.kind === "bool") return (column, row) => (isValid(column, row) ? String(valueAt(column, type, row)) : null)
+    return { read, encode: utf8Coder(readingCoder(read)) }
+  }
   if (["list", "bytes", "json", "interval", "time"].includes(type.kind)) return undefined
-  return (column, row) => keyText(type, valueAt(column, type, row)) ?? null
+  const read: ValueReader =
+    type.kind === "bool"
+      ? (column, row) => (isValid(column, row) ? String(valueAt(column, type, row)) : null)
+      : (column, row) => keyText(type, valueAt(column, type, row)) ?? null
+  return { read, encode: readingCoder(read) }
 }
 
 /** Routes rows of a result to partitions: the readers, and which columns the files keep. */
 export interface PartitionLayout {
   readonly keys: ReadonlyArray<string>
   /** Per partition column: its index in the result and how its values read. */
-  readonly readers: ReadonlyArray<{ readonly index: number; readonly read: ValueReader }>
+  readonly readers: ReadonlyArray<PartitionReader & { readonly index: number }>
   /** The result's columns written into the files, by index. */
   readonly fileColumns: ReadonlyArray<number>
   readonly fileSchema: BatchSchema
@@ -78,12 +107,12 @@ export const partitionLayout = (spec: PartitionSpec, schema: BatchSchema): Parti
     if (index < 0)
       return problem(spec, i, `${named}: the result has no column '${entry.column}'`, `the result has: ${schema.columns.map((column) => column.name).join(", ")}`)
     const type = schema.columns[index]!.type
-    const read = entry.granularity ? truncatingReader(type, entry.granularity) : plainReader(type)
-    if (read === undefined)
+    const reader = entry.granularity ? truncatingReader(type, entry.granularity) : plainReader(type)
+    if (reader === undefined)
       return entry.granularity
         ? problem(spec, i, `${named}: :${entry.granularity} needs a ${entry.granularity === "hour" ? "timestamp" : "date or timestamp"} column, '${entry.column}' is ${type.kind}`, `partition by '${entry.column}' itself, or by a temporal column`)
         : problem(spec, i, `${named}: a ${type.kind} column cannot name a directory`, "partition by a text, number, boolean, date or timestamp column")
-    readers.push({ index, read })
+    readers.push({ index, ...reader })
   }
   const dropped = new Set(spec.keepColumns ? [] : spec.columns.filter((entry: PartitionColumn) => entry.granularity === undefined).map((entry) => entry.column))
   const fileColumns = schema.columns.flatMap((column, index) => (dropped.has(column.name) ? [] : [index]))

@@ -19,8 +19,9 @@ export const viewed = (data: Uint8Array): Viewed => ({ data, view: viewOf(data) 
 /**
  * A growing byte buffer the text encoders render into, field by field: no JS string per value and no string
  * concatenation per line. Writers call `ensure(n)` and then write at `buf[pos…]` directly (`buf` and `view` may
- * be replaced by `ensure`, so they are read after it). `take` hands over what was written and starts a fresh
- * buffer, sized from the previous batch (the bytes handed over are never reused).
+ * be replaced by `ensure`, so they are read after it). `take` hands over what was written — a copy when it fills
+ * little of the buffer, which is then kept; else the buffer itself, replaced by a fresh one sized from this batch
+ * (bytes handed over are never written again).
  */
 export class ByteOut {
   buf: Uint8Array<ArrayBuffer>
@@ -97,6 +98,13 @@ export class ByteOut {
 
   take(): ReadonlyArray<Uint8Array> {
     if (this.pos === 0) return []
+    // Output that fills little of the buffer (a small part's rows) is copied out and the buffer kept: a view would
+    // pin the whole buffer for as long as the bytes wait for their upload.
+    if (this.pos <= this.buf.length >> 2) {
+      const copy = new Uint8Array(this.buf.subarray(0, this.pos))
+      this.pos = 0
+      return [copy]
+    }
     const bytes = this.buf.subarray(0, this.pos)
     this.buf = Buffer.allocUnsafe(Math.max(MIN_CAPACITY, this.pos + (this.pos >> 3)))
     this.view = viewOf(this.buf)

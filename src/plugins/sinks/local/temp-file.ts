@@ -41,8 +41,10 @@ export const isAbandonedTempFile = (name: string): boolean => {
   return match !== null && Number(match[1]) !== process.pid && !isAlive(Number(match[1]))
 }
 
-const isMissing = (cause: unknown): boolean =>
-  typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
+const hasCode = (cause: unknown, ...codes: ReadonlyArray<string>): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause && codes.includes(String(cause.code))
+
+const isMissing = (cause: unknown): boolean => hasCode(cause, "ENOENT")
 
 /** Creates `dir` and its missing parents one level at a time, so a failure carries its own error code. */
 const mkdirStepwise = async (dir: string): Promise<void> => {
@@ -50,23 +52,19 @@ const mkdirStepwise = async (dir: string): Promise<void> => {
   if (parent !== dir) {
     await stat(parent).catch((cause: unknown) => (isMissing(cause) ? mkdirStepwise(parent) : Promise.reject(cause)))
   }
-  await mkdir(dir).catch((cause: unknown) =>
-    typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EEXIST"
-      ? undefined
-      : Promise.reject(cause)
-  )
+  await mkdir(dir).catch((cause: unknown) => (hasCode(cause, "EEXIST") ? undefined : Promise.reject(cause)))
 }
 
 /**
  * `mkdir -p`. Node's recursive mkdir reports some failures as ENOENT (EROFS on a read-only file system among
  * them), which would tell the user a directory is missing; on ENOENT it is redone level by level for the real cause.
  */
+const makeDirectory = (dir: string): Promise<unknown> =>
+  mkdir(dir, { recursive: true }).catch((cause: unknown) => (isMissing(cause) ? mkdirStepwise(dir) : Promise.reject(cause)))
+
 export const ensureDirectory = (dir: string, operation: string, key?: string): Effect.Effect<void, SinkError> =>
   Effect.tryPromise({
-    try: () =>
-      mkdir(dir, { recursive: true }).catch((cause: unknown) =>
-        isMissing(cause) ? mkdirStepwise(dir) : Promise.reject(cause)
-      ),
+    try: () => makeDirectory(dir),
     catch: fsError({ operation, action: "create the directory", path: dir, key })
   })
 
@@ -103,7 +101,10 @@ export interface TempFile {
   readonly settled: () => boolean
 }
 
-/** Creates the target's directory and opens a fresh temp file beside the target. */
+/**
+ * Opens a fresh temp file beside the target, creating the target's directory when it is missing (only then: a
+ * partitioned export writes thousands of parts into directories that mostly exist).
+ */
 export const openTempFile = (options: {
   readonly target: string
   readonly key: string
@@ -111,12 +112,18 @@ export const openTempFile = (options: {
 }): Effect.Effect<TempFile, SinkError> => {
   const { target, key, operation } = options
   const path = tempPathFor(target)
-  return ensureDirectory(dirname(target), operation, key).pipe(
-    Effect.zipRight(
-      Effect.tryPromise({
-        try: () => open(path, "wx"),
-        catch: fsError({ operation, action: "create a temp file", path, key })
-      })
+  const create = () => open(path, "wx")
+  return Effect.tryPromise({
+    // ENOENT: the directory is missing; ENOTDIR: a file stands where it should be — ensureDirectory says which.
+    try: () => create().catch((cause: unknown) => (hasCode(cause, "ENOENT", "ENOTDIR") ? Promise.resolve(undefined) : Promise.reject(cause))),
+    catch: fsError({ operation, action: "create a temp file", path, key })
+  }).pipe(
+    Effect.flatMap((handle) =>
+      handle !== undefined
+        ? Effect.succeed(handle)
+        : ensureDirectory(dirname(target), operation, key).pipe(
+            Effect.zipRight(Effect.tryPromise({ try: create, catch: fsError({ operation, action: "create a temp file", path, key }) }))
+          )
     ),
     Effect.map((handle) => makeTempFile(handle, path, target, key))
   )
@@ -126,6 +133,8 @@ const makeTempFile = (opened: FileHandle, path: string, target: string, key: str
   let file: FileHandle | undefined = opened
   let phase: "writing" | "committed" | "discarded" = "writing"
   let renamed = false
+  // The end of the furthest write: a file written exactly to its size needs no truncation.
+  let written = 0
 
   const closeFile = Effect.suspend(() => {
     const handle = file
@@ -148,6 +157,7 @@ const makeTempFile = (opened: FileHandle, path: string, target: string, key: str
             const { bytesWritten } = await handle.write(bytes, offset, bytes.length - offset, position + offset)
             offset += bytesWritten
           }
+          written = Math.max(written, position + bytes.length)
         },
         catch: fsError({ operation, action: `write ${key}`, path, key })
       })
@@ -165,7 +175,7 @@ const makeTempFile = (opened: FileHandle, path: string, target: string, key: str
           ? Effect.void
           : Effect.tryPromise({
               try: async () => {
-                await handle.truncate(size)
+                if (written !== size) await handle.truncate(size)
                 await handle.sync()
               },
               catch: fsError({ operation, action: `flush ${key} to disk`, path, key })
