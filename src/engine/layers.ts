@@ -28,7 +28,7 @@ export const sourceLayer = (config: RivetConfig, env: Env, concurrency = widestP
 /**
  * A partitioned export encodes on the reading thread: each of its parts makes a round trip to an encoder thread
  * (open, write, finish), and with many partitions those round trips cost more time and memory than the second
- * core gives back (docs/partitioning.md, "Memory").
+ * core gives back (docs/partitioning.md, "Bounded memory").
  */
 const formatEnv = (spec: ExportConfig, env: Env): Env =>
   spec.partition === undefined ? env : { ...(env ?? process.env), RIVET_ENCODER_THREAD: "0" }
