@@ -64,30 +64,8 @@ export const schemaEntries = (schema: BatchSchema) =>
 export const schemaFingerprint = (schema: BatchSchema): string =>
   `sha256:${sha256Hex(JSON.stringify(schemaEntries(schema)))}`
 
-/** UTF-8 text appended into one growing buffer. */
-class Utf8Writer {
-  private buf = new Uint8Array(64 * 1024)
-  private length = 0
-  private readonly encoder = new TextEncoder()
-
-  write(text: string): void {
-    // A UTF-16 unit takes at most 3 UTF-8 bytes.
-    if (this.length + text.length * 3 > this.buf.length) {
-      let capacity = this.buf.length * 2
-      while (capacity < this.length + text.length * 3) capacity *= 2
-      const grown = new Uint8Array(capacity)
-      grown.set(this.buf.subarray(0, this.length))
-      this.buf = grown
-    }
-    this.length += this.encoder.encodeInto(text, this.buf.subarray(this.length)).written
-  }
-
-  bytes(): Uint8Array {
-    return this.buf.slice(0, this.length)
-  }
-}
-
-const PARTS_MARKER = JSON.stringify("\u0000parts\u0000")
+const PARTS_PLACEHOLDER = "\u0000parts\u0000"
+const PARTS_MARKER = JSON.stringify(PARTS_PLACEHOLDER)
 
 /**
  * The exact bytes written as `manifest.json`: `JSON.stringify(manifest, null, 2)` and a newline, byte for byte, but
@@ -95,20 +73,20 @@ const PARTS_MARKER = JSON.stringify("\u0000parts\u0000")
  * its copies) was the peak of such a run.
  */
 export const encodeManifest = (manifest: Manifest): Uint8Array => {
-  const head = JSON.stringify({ ...manifest, parts: "\u0000parts\u0000" }, null, 2)
+  const encoder = new TextEncoder()
+  const head = JSON.stringify({ ...manifest, parts: PARTS_PLACEHOLDER }, null, 2)
   const at = head.indexOf(PARTS_MARKER)
-  const out = new Utf8Writer()
+  // No parts (`[]` on one line), or another value holding the placeholder: the whole string at once.
   if (at < 0 || head.indexOf(PARTS_MARKER, at + 1) >= 0 || manifest.parts.length === 0) {
-    out.write(`${JSON.stringify(manifest, null, 2)}\n`)
-    return out.bytes()
+    return encoder.encode(`${JSON.stringify(manifest, null, 2)}\n`)
   }
-  out.write(`${head.slice(0, at)}[`)
+  const chunks = [encoder.encode(`${head.slice(0, at)}[`)]
   manifest.parts.forEach((part, index) => {
     // An element of `parts` sits two levels deep: each of its lines is indented by four more spaces.
-    out.write(`${index === 0 ? "" : ","}\n    ${JSON.stringify(part, null, 2).replaceAll("\n", "\n    ")}`)
+    chunks.push(encoder.encode(`${index === 0 ? "" : ","}\n    ${JSON.stringify(part, null, 2).replaceAll("\n", "\n    ")}`))
   })
-  out.write(`\n  ]${head.slice(at + PARTS_MARKER.length)}\n`)
-  return out.bytes()
+  chunks.push(encoder.encode(`\n  ]${head.slice(at + PARTS_MARKER.length)}\n`))
+  return Buffer.concat(chunks)
 }
 
 /** The `_SUCCESS` body: `sha256:<hex of the manifest bytes>\n`. */

@@ -22,7 +22,7 @@ const schema: BatchSchema = {
 const random = (seed: number) => () => ((seed = Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32
 
 describe("partition column codes", () => {
-  it("floors µs to hours exactly at every boundary, before 1970 and far from it, without a BigInt per row", () => {
+  it("floors µs to hours exactly at every boundary before and after 1970, and leaves values beyond ±2^53 µs to the per-row reader", () => {
     const micros = [0n, -1n, 1n, HOUR - 1n, HOUR, -HOUR, -HOUR - 1n, 2n ** 53n - 1n, -(2n ** 53n) + 1n, 1_700_000_000_000_000n - 1n]
     // Hours a year apart, and the last ones below 2^53 µs, where a µs is less than a Number's step at the quotient.
     const boundaries = [...Array.from({ length: 200 }, (_, i) => BigInt(i - 100) * 8_760n * HOUR), ...[2_500_000n, 2_501_999n].flatMap((k) => [k * HOUR, -k * HOUR])]

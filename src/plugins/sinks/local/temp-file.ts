@@ -112,18 +112,12 @@ export const openTempFile = (options: {
 }): Effect.Effect<TempFile, SinkError> => {
   const { target, key, operation } = options
   const path = tempPathFor(target)
-  const create = () => open(path, "wx")
-  return Effect.tryPromise({
+  const create = Effect.tryPromise({ try: () => open(path, "wx"), catch: fsError({ operation, action: "create a temp file", path, key }) })
+  return create.pipe(
     // ENOENT: the directory is missing; ENOTDIR: a file stands where it should be — ensureDirectory says which.
-    try: () => create().catch((cause: unknown) => (hasCode(cause, "ENOENT", "ENOTDIR") ? Promise.resolve(undefined) : Promise.reject(cause))),
-    catch: fsError({ operation, action: "create a temp file", path, key })
-  }).pipe(
-    Effect.flatMap((handle) =>
-      handle !== undefined
-        ? Effect.succeed(handle)
-        : ensureDirectory(dirname(target), operation, key).pipe(
-            Effect.zipRight(Effect.tryPromise({ try: create, catch: fsError({ operation, action: "create a temp file", path, key }) }))
-          )
+    Effect.catchIf(
+      (error) => hasCode(error.cause, "ENOENT", "ENOTDIR"),
+      () => Effect.zipRight(ensureDirectory(dirname(target), operation, key), create)
     ),
     Effect.map((handle) => makeTempFile(handle, path, target, key))
   )
