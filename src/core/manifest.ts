@@ -69,24 +69,31 @@ const PARTS_MARKER = JSON.stringify(PARTS_PLACEHOLDER)
 
 /**
  * The exact bytes written as `manifest.json`: `JSON.stringify(manifest, null, 2)` and a newline, byte for byte, but
- * written part by part — a partitioned export lists tens of thousands of parts, and one string of them all (with
- * its copies) was the peak of such a run.
+ * rendered part by part into one buffer of the exact size — a partitioned export lists tens of thousands of parts,
+ * and one string of them all (or a string per part, kept until the end) was the peak of such a run. The pieces are
+ * rendered twice, once to size the buffer and once to fill it, so each is garbage as soon as it is used.
  */
 export const encodeManifest = (manifest: Manifest): Uint8Array => {
-  const encoder = new TextEncoder()
   const head = JSON.stringify({ ...manifest, parts: PARTS_PLACEHOLDER }, null, 2)
   const at = head.indexOf(PARTS_MARKER)
   // No parts (`[]` on one line), or another value holding the placeholder: the whole string at once.
   if (at < 0 || head.indexOf(PARTS_MARKER, at + 1) >= 0 || manifest.parts.length === 0) {
-    return encoder.encode(`${JSON.stringify(manifest, null, 2)}\n`)
+    return Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`, "utf8")
   }
-  const chunks = [encoder.encode(`${head.slice(0, at)}[`)]
-  manifest.parts.forEach((part, index) => {
-    // An element of `parts` sits two levels deep: each of its lines is indented by four more spaces.
-    chunks.push(encoder.encode(`${index === 0 ? "" : ","}\n    ${JSON.stringify(part, null, 2).replaceAll("\n", "\n    ")}`))
-  })
-  chunks.push(encoder.encode(`\n  ]${head.slice(at + PARTS_MARKER.length)}\n`))
-  return Buffer.concat(chunks)
+  const pieces = function* () {
+    yield `${head.slice(0, at)}[`
+    for (const [index, part] of manifest.parts.entries()) {
+      // An element of `parts` sits two levels deep: each of its lines is indented by four more spaces.
+      yield `${index === 0 ? "" : ","}\n    ${JSON.stringify(part, null, 2).replaceAll("\n", "\n    ")}`
+    }
+    yield `\n  ]${head.slice(at + PARTS_MARKER.length)}\n`
+  }
+  let size = 0
+  for (const piece of pieces()) size += Buffer.byteLength(piece, "utf8")
+  const bytes = Buffer.allocUnsafeSlow(size)
+  let offset = 0
+  for (const piece of pieces()) offset += bytes.write(piece, offset, "utf8")
+  return bytes
 }
 
 /** The `_SUCCESS` body: `sha256:<hex of the manifest bytes>\n`. */

@@ -1,3 +1,4 @@
+import { perPart } from "../core/span-options.js"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -33,7 +34,8 @@ export const makePartSpans = (exportName: string): Effect.Effect<PartSpans, neve
         Effect.gen(function* () {
           if (open.has(part)) return
           const span = yield* Effect.makeSpan("Upload.part", {
-            attributes: { "rivet.export": exportName, "rivet.part.key": key, "rivet.part.index": part }
+            attributes: { "rivet.export": exportName, "rivet.part.key": key, "rivet.part.index": part },
+            ...perPart
           })
           open.set(part, { span, startedAt: yield* Clock.currentTimeMillis, retries: 0 })
         }),

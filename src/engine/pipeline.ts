@@ -4,6 +4,7 @@ import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import { createHash } from "node:crypto"
 import { type CursorState, StateStore } from "../state/store.js"
 import { dateReader } from "../core/clock.js"
 import type { ExportConfig } from "../config/model.js"
@@ -150,9 +151,14 @@ const verifyOwnManifest = (ctx: ExportContext, runId: string, written: Uint8Arra
     const { read } = ctx.sink
     if (read === undefined) return
     const keys = markerKeys(ctx.spec.name, ctx.spec.sharedDestination === true)
-    const chunks = yield* withRetry(Stream.runCollect(read(keys.manifest)), ctx.retry, () => ctx.progress.retried)
-    const bytes = Buffer.concat([...chunks])
-    if (sha256Hex(bytes) === sha256Hex(written)) return
+    const readBack = <A>(collect: (bytes: Stream.Stream<Uint8Array, SinkError>) => Effect.Effect<A, SinkError>) =>
+      withRetry(collect(read(keys.manifest)), ctx.retry, () => ctx.progress.retried)
+    // Hashed as it streams in: a manifest of many parts is megabytes, read back only to be compared.
+    const readHash = yield* readBack((bytes) =>
+      Effect.map(Stream.runFold(bytes, createHash("sha256"), (hash, chunk) => hash.update(chunk)), (hash) => hash.digest("hex"))
+    )
+    if (readHash === sha256Hex(written)) return
+    const bytes = Buffer.concat([...(yield* readBack(Stream.runCollect))])
     const found = yield* Effect.try(() => JSON.parse(bytes.toString("utf8")) as { run_id?: unknown }).pipe(
       Effect.map((parsed) => (typeof parsed.run_id === "string" ? `run '${parsed.run_id}'` : "something else")),
       Effect.orElseSucceed(() => "unreadable bytes")
@@ -194,11 +200,12 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
   const gates = spec.quality ? new QualityGates(spec.name, spec.quality) : undefined
   yield* Effect.addFinalizer(() => Effect.sync(() => gates?.close()))
   const uploads = new UploadLedger()
+  const sink = yield* SinkDriver
   const ctx: ExportContext = {
     spec,
     source: yield* SourceDriver,
     format: yield* FormatDriver,
-    sink: yield* SinkDriver,
+    sink,
     state,
     reporter,
     progress,
@@ -206,7 +213,8 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     now,
     gates,
     checkSchema: drift.check,
-    uploads,
+    // Only a destination with pending uploads to abort needs their keys (a partitioned run begins thousands).
+    uploads: sink.pendingUploads === undefined ? undefined : uploads,
     worker: joined?.worker,
     chunkRunner: (lanes) => chunkRunnerFor(ctx, options.lanes)(lanes)
   }

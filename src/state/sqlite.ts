@@ -121,21 +121,42 @@ const openDatabase = (file: string): Effect.Effect<Database.Database, StateError
 
 const toParams = (params: ReadonlyArray<SqlValue> | undefined): Array<SqlValue> => (params ? [...params] : [])
 
+/** Most statements a connection keeps prepared; the store's SQL is a fixed set of texts, well below it. */
+const STATEMENT_CACHE_SIZE = 64
+
+/**
+ * Prepares each SQL text once per connection. A statement prepared per call holds SQLite memory until V8 collects
+ * its wrapper: recording the 10 000 parts of a partitioned run prepared 10 000 statements (+10 MiB of C heap).
+ */
+const cachedStatements = (db: Database.Database) => {
+  const cache = new Map<string, Database.Statement>()
+  return (sql: string): Database.Statement => {
+    let statement = cache.get(sql)
+    if (statement === undefined) {
+      statement = db.prepare(sql)
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!)
+      cache.set(sql, statement)
+    }
+    return statement
+  }
+}
+
 /**
  * better-sqlite3 is synchronous and one connection serves every fiber, so a semaphore keeps one fiber's
  * transaction from taking in another fiber's statements.
  */
 const makeBackend = (db: Database.Database, file: string): Effect.Effect<SqlBackend> =>
   Effect.map(Effect.makeSemaphore(1), (lock) => {
+    const statement = cachedStatements(db)
     const executor: SqlExecutor = {
       all: (sql, params) =>
         Effect.try({
-          try: () => db.prepare(sql).all(...toParams(params)) as ReadonlyArray<SqlRow>,
+          try: () => statement(sql).all(...toParams(params)) as ReadonlyArray<SqlRow>,
           catch: (cause) => toStateError(file, cause)
         }),
       run: (sql, params) =>
         Effect.try({
-          try: () => db.prepare(sql).run(...toParams(params)).changes,
+          try: () => statement(sql).run(...toParams(params)).changes,
           catch: (cause) => toStateError(file, cause)
         })
     }

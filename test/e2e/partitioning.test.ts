@@ -10,8 +10,10 @@ import { duckRows, hiveScan, listFiles, runMeasured } from "./partition-support.
 import { expectCommitted, isolateAwsEnv, s3Destination, serverEnv, startWithBucket } from "./s3-support.js"
 
 // partition_by end to end: the built CLI, the real PostgreSQL, DuckDB reading the directories back with
-// hive_partitioning. 200 000 rows rather than a million keep the file within CI's time budget.
-const ROWS = 200_000
+// hive_partitioning, a million rows in ~540 partitions.
+const ROWS = 1_000_000
+// Three exports of a million rows and DuckDB reading each back: ~30 s alone, more beside the other test files.
+const MILLION_ROWS_TIMEOUT = 240_000
 const BUCKET = "rivet-e2e-partitions"
 const COUNTRIES = ["FR", "DE", "a/b", "x=y", "é", "", null, "100%", "日本"]
 
@@ -111,10 +113,10 @@ describe("partition_by", () => {
     const tampered = await runCli(["validate", "--config", file, "--export", "orders_parquet"])
     expect(tampered.code).toBe(3)
     expect(tampered.stdout + tampered.stderr).toContain('its directories say country="a/b"')
-  })
+  }, MILLION_ROWS_TIMEOUT)
 
-  it("to the S3 test server in Parquet and CSV: every partition committed before the manifest, read back exactly", async () => {
-    const formats = ["parquet", "csv"]
+  it("to the S3 test server in Parquet, CSV and NDJSON: every partition committed before the manifest, read back exactly", async () => {
+    const formats = ["parquet", "csv", "ndjson"]
     const file = config(
       formats.map((format) => ({ name: `orders_${format}`, table: "part_orders", format, partition_by: ["country", "created_at:month"], destination: s3Destination(server, BUCKET, { prefix: `${format}/` }) }))
     )
@@ -130,7 +132,7 @@ describe("partition_by", () => {
       await expectOrdersBack(format, dir)
     }
     expect(await server.listMultipartUploads(BUCKET)).toEqual([])
-  })
+  }, MILLION_ROWS_TIMEOUT)
 
   it("10 000 distinct values with max_open_partitions: 8: every row exactly once, peak RSS bounded", async () => {
     // On tmpfs when there is one: the local sink fsyncs every part and its directory, which is not what this measures.
@@ -139,9 +141,14 @@ describe("partition_by", () => {
     const plainDir = path.join(fast, "plain")
     const partDir = path.join(fast, "parted")
     const base = { name: "many", table: "part_many", format: "csv" }
-    const plain = await runMeasured(["run", "--config", config([{ ...base, destination: { type: "local", path: plainDir } }])])
+    // The unpartitioned run takes half a second and its peak varies by a few MiB: the median of three.
+    const plainRuns = []
+    for (let run = 0; run < 3; run++) {
+      plainRuns.push(await runMeasured(["run", "--config", config([{ ...base, name: `many${run}`, destination: { type: "local", path: plainDir } }])]))
+    }
+    const plain = plainRuns.sort((a, b) => a.peakKib - b.peakKib)[1]!
     const parted = await runMeasured(["run", "--config", config([{ ...base, partition_by: ["k"], max_open_partitions: 8, destination: { type: "local", path: partDir } }])])
-    expect(plain.code, plain.stderr).toBe(0)
+    for (const run of plainRuns) expect(run.code, run.stderr).toBe(0)
     expect(parted.code, parted.stderr).toBe(0)
     const [check] = await duckRows(`SELECT count(*) AS n, count(DISTINCT id) AS ids, count(DISTINCT k) AS ks,
       count(*) FILTER (WHERE k IS DISTINCT FROM 'k' || CASE WHEN id::int8 % 100 = 0 THEN (id::int8 * 7919) % 10000 ELSE id::int8 // 10 % 10000 END) AS wrong
@@ -152,10 +159,9 @@ describe("partition_by", () => {
     expect(manifest.part_count).toBeGreaterThan(10_000)
     expect(manifest.row_count).toBe(100_000)
     console.log(`peak RSS: unpartitioned ${plain.peakKib} KiB, partitioned ${parted.peakKib} KiB (${manifest.part_count} parts)`)
-    // Measured 95 MiB vs 117-119 MiB on a quiet machine (10 000 partitions; 150-153 MiB before the partitioned path
-    // left the encoder thread): the open parts are bounded, but every part leaves garbage the collector frees late —
-    // not within 20 % yet (docs/partitioning.md). 1.5x leaves room for a loaded machine.
-    expect(parted.peakKib).toBeLessThanOrEqual(plain.peakKib * 1.5)
+    // Measured 1.15-1.19x on a quiet machine and under load (docs/partitioning.md): the open parts are bounded;
+    // what remains is the list of parts, old-generation garbage and the C heap of 10 900 parts' writes.
+    expect(parted.peakKib).toBeLessThanOrEqual(plain.peakKib * 1.2)
   }, 90_000)
 
   it("a failure mid-export leaves no _SUCCESS, no manifest and no open multipart upload", async () => {

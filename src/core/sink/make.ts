@@ -1,3 +1,4 @@
+import { perPart } from "../span-options.js"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { SinkError } from "../errors.js"
@@ -31,7 +32,7 @@ export const make = <Receipt>(primitives: SinkPrimitives<Receipt>): SinkDriverSh
   }
 
   const put = (key: string, bytes: Uint8Array, contentType: string) =>
-    Effect.zipRight(checkKey("put", key), primitives.put(key, bytes, contentType)).pipe(Effect.withSpan(span("put")))
+    Effect.zipRight(checkKey("put", key), primitives.put(key, bytes, contentType)).pipe(Effect.withSpan(span("put"), perPart))
 
   const guard = <R>(key: string, raw: RawUpload<R>): UploadHandle =>
     guardUpload(raw, {
@@ -55,7 +56,7 @@ export const make = <Receipt>(primitives: SinkPrimitives<Receipt>): SinkDriverSh
       : Effect.map(beginRaw(key, contentType), (raw) => guard(key, raw))
 
   const begin = (key: string, contentType: string) =>
-    Effect.zipRight(checkKey("begin", key), open(key, contentType)).pipe(Effect.withSpan(span("begin")))
+    Effect.zipRight(checkKey("begin", key), open(key, contentType)).pipe(Effect.withSpan(span("begin"), perPart))
 
   const probe = primitives.probe
   const check = Effect.gen(function* () {

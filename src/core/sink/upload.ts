@@ -1,3 +1,4 @@
+import { perPart } from "../span-options.js"
 import * as Effect from "effect/Effect"
 import type { SinkError } from "../errors.js"
 import type { UploadHandle } from "../plugin.js"
@@ -55,7 +56,7 @@ export const guardUpload = <Receipt>(raw: RawUpload<Receipt>, options: GuardOpti
   const ensureOpen = (operation: SinkOperation) =>
     state === "open" ? Effect.void : Effect.fail(fail(operation, `the upload was already ${state}`, { conflict: true }))
 
-  const writeBlock = Effect.fn(`${options.spanPrefix}.writeBlock`)(function* (index: number, bytes: Uint8Array) {
+  const writeBlock = Effect.fn(`${options.spanPrefix}.writeBlock`, perPart)(function* (index: number, bytes: Uint8Array) {
     yield* ensureOpen("writeBlock")
     if (!Number.isSafeInteger(index) || index < 0) return yield* fail("writeBlock", `invalid block index ${index}`)
     if (index >= maxParts) {
@@ -81,7 +82,7 @@ export const guardUpload = <Receipt>(raw: RawUpload<Receipt>, options: GuardOpti
     if (rules.inOrder === true) next = index + 1
   })
 
-  const complete = Effect.fn(`${options.spanPrefix}.complete`)(function* (blockCount: number) {
+  const complete = Effect.fn(`${options.spanPrefix}.complete`, perPart)(function* (blockCount: number) {
     if (state === "completed") return
     yield* ensureOpen("complete")
     if (!Number.isSafeInteger(blockCount) || blockCount < 0 || blockCount > maxParts) {
