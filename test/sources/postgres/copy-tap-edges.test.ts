@@ -273,8 +273,11 @@ describe("copy-tap, socket reads of 1–N bytes", () => {
       )
       await chopped.end({ timeout: 0 })
       await proxy.close()
-      // Reads of a few bytes never show where postgres.js stopped: the tap then stays with postgres.js' stream.
-      expect(result).toEqual({ hash: expected, direct: most >= 70, after: 42 })
+      expect({ hash: result.hash, after: result.after }).toEqual({ hash: expected, after: 42 })
+      // Reads of many bytes show where postgres.js stopped, so the tap takes over. Reads of a few bytes usually do
+      // not (the tap then stays with postgres.js' stream), but on a loaded machine the proxy's small writes can
+      // reach the client coalesced: either way the bytes must be the server's, which is what the hash checks.
+      if (most >= 70) expect(result.direct).toBe(true)
     }
   })
 })
