@@ -118,6 +118,26 @@ describe("binary COPY decoder", () => {
     }
   })
 
+  it("rows fed a CopyData message each, as the server sends them, are decoded without a view per message", async () => {
+    // Plain Uint8Arrays, so that every view goes through the spied method (Buffer has its own).
+    const chunks = (await copyBytes("SELECT md5(i::text), i::int8 FROM generate_series(1, 2000) AS i")).map((chunk) => new Uint8Array(chunk))
+    expect(chunks.length).toBeGreaterThanOrEqual(2000)
+    const views = vi.spyOn(Uint8Array.prototype, "subarray")
+    try {
+      const decoder = new BinaryCopyDecoder({
+        sinks: (capacity) => plans.map((plan) => fieldReader(plan).make(capacity)),
+        batchRows: 10_000,
+        onBatch: () => {}
+      })
+      for (const chunk of chunks) decoder.push(chunk)
+      expect(decoder.end()[0]!.length).toBe(2000)
+      // A few for the header and the trailer, not one per row: each would be garbage for the young generation.
+      expect(views.mock.calls.length).toBeLessThan(10)
+    } finally {
+      views.mockRestore()
+    }
+  })
+
   it("text reaches the batch as bytes: no TextDecoder call and no Buffer toString while decoding", async () => {
     const chunks = await copyBytes("SELECT md5(i::text) || ' ü', i::int8 FROM generate_series(1, 5000) AS i")
     const decode = vi.spyOn(TextDecoder.prototype, "decode")

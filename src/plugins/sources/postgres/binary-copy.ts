@@ -77,6 +77,9 @@ export class BinaryCopyDecoder {
         pos += need
         continue
       }
+      // The chunk ended where a field or tuple does: nothing to carry. (PostgreSQL sends a row per CopyData
+      // message, so this is every row; a view of its zero bytes made a wrapper per row for the collector.)
+      if (pos === end) return
       if (this.carry.byteLength < need) {
         const next = new Uint8Array(Math.max(need, this.carry.byteLength * 2))
         next.set(this.carry.subarray(0, this.carried))
