@@ -300,7 +300,7 @@ describe("ByteOut.take", () => {
     out.ascii("a,b\n")
     const small = out.take()[0]!
     expect(Buffer.from(small).toString()).toBe("a,b\n")
-    // A copy of exactly its bytes: it pins no 4 KiB buffer, and the next write cannot change it.
+    // A copy of exactly its bytes: it pins no buffer, and the next write cannot change it.
     expect(small.buffer.byteLength).toBe(4)
     const kept = out.buf
     out.ascii("c,d\n")
@@ -310,6 +310,19 @@ describe("ByteOut.take", () => {
     out.ascii("x".repeat(kept.length))
     const large = out.take()[0]!
     expect(large.length).toBe(kept.length)
+    // The next buffer is allocated only once something is written: a part that ends here never needs it.
+    expect(out.buf.length).toBe(0)
+    out.byte(0x79)
+    expect(out.buf.length).toBeGreaterThanOrEqual(kept.length)
     expect(large.buffer).not.toBe(out.buf.buffer)
+    expect(Buffer.concat(out.take()).toString()).toBe("y")
+    expect(Buffer.from(large).toString()).toBe("x".repeat(kept.length))
+  })
+
+  it("buffers are never slices of Node's shared pool: the encoder thread transfers them", () => {
+    const out = new ByteOut()
+    out.ascii("z".repeat(100))
+    expect(out.buf.byteOffset).toBe(0)
+    expect(out.buf.buffer.byteLength).toBe(out.buf.length)
   })
 })

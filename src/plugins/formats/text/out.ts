@@ -1,11 +1,10 @@
 /**
- * A part's first buffer is small and grows by doubling: a partitioned export's parts often hold a few rows, and
- * each part's output is handed over as a view of this buffer, so a 64 KiB start pinned 64 KiB per small part.
- * Later buffers are sized from the previous batch, so a large part grows once. Not below 4 KiB, so that
- * `Buffer.allocUnsafe` never hands out a slice of its shared pool (the encoder thread transfers these buffers).
+ * A part's first buffer is small and grows by doubling: a partitioned export's parts often hold a few rows. Later
+ * buffers are sized from the previous batch, so a large part grows once. Buffers come from `Buffer.allocUnsafeSlow`,
+ * never a slice of Node's shared pool (the encoder thread transfers them).
  */
-const MIN_CAPACITY = 4 * 1024
-
+const MIN_CAPACITY = 512
+const EMPTY = new Uint8Array(0)
 /** Bytes with a DataView over exactly them, for `ByteOut.copyViewed`. */
 export interface Viewed {
   readonly data: Uint8Array
@@ -24,23 +23,24 @@ export const viewed = (data: Uint8Array): Viewed => ({ data, view: viewOf(data) 
  * (bytes handed over are never written again).
  */
 export class ByteOut {
-  buf: Uint8Array<ArrayBuffer>
+  buf: Uint8Array<ArrayBuffer> = EMPTY
   /** A DataView over `buf`, to move four bytes at a time. */
-  view: DataView
+  view: DataView = viewOf(EMPTY)
   pos = 0
+  /** The size of the next buffer, allocated when the first byte is written: a part may end before it needs one. */
+  private nextCapacity: number
 
   constructor(capacity = MIN_CAPACITY) {
-    this.buf = Buffer.allocUnsafe(capacity)
-    this.view = viewOf(this.buf)
+    this.nextCapacity = capacity
   }
 
   /** Makes room for `bytes` more bytes after `pos`. */
   ensure(bytes: number): void {
     const needed = this.pos + bytes
     if (needed <= this.buf.length) return
-    let capacity = this.buf.length * 2
+    let capacity = Math.max(this.buf.length * 2, this.nextCapacity)
     while (capacity < needed) capacity *= 2
-    const grown = Buffer.allocUnsafe(capacity)
+    const grown = Buffer.allocUnsafeSlow(capacity)
     grown.set(this.buf.subarray(0, this.pos))
     this.buf = grown
     this.view = viewOf(grown)
@@ -106,8 +106,9 @@ export class ByteOut {
       return [copy]
     }
     const bytes = this.buf.subarray(0, this.pos)
-    this.buf = Buffer.allocUnsafe(Math.max(MIN_CAPACITY, this.pos + (this.pos >> 3)))
-    this.view = viewOf(this.buf)
+    this.nextCapacity = Math.max(MIN_CAPACITY, this.pos + (this.pos >> 3))
+    this.buf = EMPTY
+    this.view = viewOf(EMPTY)
     this.pos = 0
     return [bytes]
   }

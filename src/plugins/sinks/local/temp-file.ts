@@ -112,12 +112,19 @@ export const openTempFile = (options: {
 }): Effect.Effect<TempFile, SinkError> => {
   const { target, key, operation } = options
   const path = tempPathFor(target)
-  const create = Effect.tryPromise({ try: () => open(path, "wx"), catch: fsError({ operation, action: "create a temp file", path, key }) })
-  return create.pipe(
-    // ENOENT: the directory is missing; ENOTDIR: a file stands where it should be — ensureDirectory says which.
-    Effect.catchIf(
-      (error) => hasCode(error.cause, "ENOENT", "ENOTDIR"),
-      () => Effect.zipRight(ensureDirectory(dirname(target), operation, key), create)
+  const create = <A>(onMissing: (cause: unknown) => A | Promise<A>) =>
+    Effect.tryPromise({
+      try: () => open(path, "wx").catch(onMissing),
+      catch: fsError({ operation, action: "create a temp file", path, key })
+    })
+  // ENOENT: the directory is missing; ENOTDIR: a file stands where it should be — ensureDirectory says which. A
+  // missing directory is the first part of every new partition, so it is not turned into an error (with a stack).
+  const directoryMissing = (cause: unknown) => (hasCode(cause, "ENOENT", "ENOTDIR") ? undefined : Promise.reject(cause))
+  return create(directoryMissing).pipe(
+    Effect.flatMap((handle) =>
+      handle !== undefined
+        ? Effect.succeed(handle)
+        : Effect.zipRight(ensureDirectory(dirname(target), operation, key), create((cause) => Promise.reject(cause)))
     ),
     Effect.map((handle) => makeTempFile(handle, path, target, key))
   )
