@@ -165,7 +165,9 @@ exports:
       expect(fs.existsSync(path.join(out, "_SUCCESS"))).toBe(false)
       expect(tempFiles(out)).toEqual([])
       const committed = filesUnder(out)
-      expect(committed.filter((file) => /_chunk[12]_/.test(file))).toHaveLength(2)
+      // Chunk 3 starts once two of chunks 0-2 are done, so at least one of chunks 1 and 2 is committed; the other may
+      // still be writing when chunk 3 fails (how soon chunk 0's 80 MB finish decides which lane takes chunk 2).
+      expect(committed.filter((file) => /_chunk[12]_/.test(file)).length).toBeGreaterThanOrEqual(1)
 
       await sql.unsafe("UPDATE lanes_flaky SET broken = false")
       const resumed = await runCli(["run", "-c", config, "--resume"])
