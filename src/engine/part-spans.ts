@@ -1,4 +1,3 @@
-import { perPart } from "../core/span-options.js"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -7,6 +6,7 @@ import type * as Scope from "effect/Scope"
 import type * as Tracer from "effect/Tracer"
 import type { PartRecord } from "../core/manifest.js"
 import { partUploadDuration } from "./telemetry/metrics.js"
+import { perPart } from "../core/span-options.js"
 
 interface OpenPart {
   readonly span: Tracer.Span

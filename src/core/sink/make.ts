@@ -1,4 +1,3 @@
-import { perPart } from "../span-options.js"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { SinkError } from "../errors.js"
@@ -7,6 +6,7 @@ import type { SinkDriverShape, UploadHandle } from "../plugin.js"
 import { bufferedUpload } from "./buffered.js"
 import type { RawUpload, SinkOperation, SinkPrimitives } from "./primitives.js"
 import { guardUpload } from "./upload.js"
+import { perPart } from "../span-options.js"
 
 /** The object `rivet doctor` writes (and removes) under a destination to prove write access; never listed. */
 export const PROBE_NAME = ".rivet_doctor_probe"

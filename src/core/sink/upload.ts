@@ -1,8 +1,8 @@
-import { perPart } from "../span-options.js"
 import * as Effect from "effect/Effect"
 import type { SinkError } from "../errors.js"
 import type { UploadHandle } from "../plugin.js"
 import type { RawUpload, SinkOperation, UploadRules } from "./primitives.js"
+import { perPart } from "../span-options.js"
 
 /** What the state machine needs besides the raw upload. */
 export interface GuardOptions {

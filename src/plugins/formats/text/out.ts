@@ -5,6 +5,7 @@
  */
 const MIN_CAPACITY = 512
 const EMPTY = new Uint8Array(0)
+
 /** Bytes with a DataView over exactly them, for `ByteOut.copyViewed`. */
 export interface Viewed {
   readonly data: Uint8Array
@@ -19,8 +20,8 @@ export const viewed = (data: Uint8Array): Viewed => ({ data, view: viewOf(data) 
  * A growing byte buffer the text encoders render into, field by field: no JS string per value and no string
  * concatenation per line. Writers call `ensure(n)` and then write at `buf[pos…]` directly (`buf` and `view` may
  * be replaced by `ensure`, so they are read after it). `take` hands over what was written — a copy when it fills
- * little of the buffer, which is then kept; else the buffer itself, replaced by a fresh one sized from this batch
- * (bytes handed over are never written again).
+ * little of the buffer, which is then kept; else the buffer itself, replaced at the next write by a fresh one sized
+ * from this batch (bytes handed over are never written again).
  */
 export class ByteOut {
   buf: Uint8Array<ArrayBuffer> = EMPTY
