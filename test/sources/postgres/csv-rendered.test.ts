@@ -168,13 +168,20 @@ const countLines = (bytes: Uint8Array): number => {
   return rows
 }
 
+/** The query's CSV by both paths; the rendered one must have been taken. */
+const bothPaths = (q: SourceQuery) =>
+  Effect.gen(function* () {
+    const typed = yield* typedCsv(q)
+    const rendered = yield* renderedCsv(q)
+    expect(rendered.tag).toBe("Rendered")
+    return { typed, rendered }
+  })
+
 describe("CSV rendered by PostgreSQL", () => {
   it.effect("is byte-identical to the typed path for every type, NULLs, awkward text and extreme values", () =>
     Effect.gen(function* () {
       const q = query(`select * from ${T} order by id`, { batchSize: 3 })
-      const typed = yield* typedCsv(q)
-      const rendered = yield* renderedCsv(q)
-      expect(rendered.tag).toBe("Rendered")
+      const { typed, rendered } = yield* bothPaths(q)
       expect(rendered.bytes.toString("utf8")).toBe(typed.toString("utf8"))
       expect(rendered.bytes.equals(typed)).toBe(true)
       // One CopyData message per row: chunks hold whole rows, at most batchSize of them.
@@ -189,9 +196,7 @@ describe("CSV rendered by PostgreSQL", () => {
   it.effect("writes floats exactly as the typed path: random float4/float8 bit patterns, powers of two, decimal edges", () =>
     Effect.gen(function* () {
       const q = query(`select * from ${F} order by id`)
-      const typed = yield* typedCsv(q)
-      const rendered = yield* renderedCsv(q)
-      expect(rendered.tag).toBe("Rendered")
+      const { typed, rendered } = yield* bothPaths(q)
       const typedLines = typed.toString("utf8").split("\n")
       const renderedLines = rendered.bytes.toString("utf8").split("\n")
       expect(renderedLines.length).toBe(typedLines.length)
@@ -215,9 +220,7 @@ describe("CSV rendered by PostgreSQL", () => {
   it.effect("rewrites the server's native timestamps, times and floats exactly as the typed path writes them", () =>
     Effect.gen(function* () {
       const q = query(`select * from ${G} order by id`, { batchSize: 256 })
-      const typed = yield* typedCsv(q)
-      const rendered = yield* renderedCsv(q)
-      expect(rendered.tag).toBe("Rendered")
+      const { typed, rendered } = yield* bothPaths(q)
       expect(countLines(rendered.bytes)).toBe(1 + 3000)
       expect(rendered.bytes.toString("utf8")).toBe(typed.toString("utf8"))
       const text = typed.toString("utf8")
@@ -232,9 +235,7 @@ describe("CSV rendered by PostgreSQL", () => {
         where: [{ _tag: "Between", column: "id", low: "2", high: "5" }, { _tag: "AtMost", column: "tz", value: "9999-12-31 23:59:59.999999+00" }],
         orderBy: ["id"]
       }
-      const typed = yield* typedCsv(q)
-      const rendered = yield* renderedCsv(q)
-      expect(rendered.tag).toBe("Rendered")
+      const { typed, rendered } = yield* bothPaths(q)
       expect(rendered.bytes.equals(typed)).toBe(true)
       expect(countLines(rendered.bytes)).toBe(1 + 3)
       const quote: SourceQuery = { ...query(`select id, s from ${T}`), where: [{ _tag: "AtLeast", column: "s", value: "it's \\ here" }] }
