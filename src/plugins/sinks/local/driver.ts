@@ -11,7 +11,7 @@ import { SinkDriver } from "../../../core/plugin.js"
 import type { PluginContext, SinkDriverShape, StoredObject } from "../../../core/plugin.js"
 import * as Sink from "../../../core/sink/index.js"
 import type { LocalConfig } from "./config.js"
-import { fsError } from "./errors.js"
+import { fsError, recoverFrom } from "./errors.js"
 import { ensureDirectory, isAbandonedTempFile, openTempFile } from "./temp-file.js"
 import type { TempFile } from "./temp-file.js"
 
@@ -28,11 +28,6 @@ const READ_CHUNK = 256 * 1024
 /** The destination directory: the configured path, relative to the config file's directory. */
 export const resolveRoot = (config: LocalConfig, context: PluginContext): string =>
   resolve(context.configDir, config.path)
-
-const ignoreMissing = <A>(onMissing: A) => (cause: unknown): Promise<A> =>
-  typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ENOENT"
-    ? Promise.resolve(onMissing)
-    : Promise.reject(cause)
 
 /**
  * The local sink: every object is written to `.<name>.tmp-<random>` beside its target and renamed into place
@@ -71,7 +66,7 @@ export const makeLocalDriver = (
 
     const listDirectory = (dir: string, prefix: string): Effect.Effect<Array<StoredObject>, SinkError> =>
       Effect.tryPromise({
-        try: () => readdir(dir, { withFileTypes: true }).catch(ignoreMissing<Array<Dirent>>([])),
+        try: () => readdir(dir, { withFileTypes: true }).catch(recoverFrom(["ENOENT"], (): Array<Dirent> => [])),
         catch: fsError({ operation: "list", action: "list the directory", path: dir })
       }).pipe(
         Effect.flatMap((entries) =>
@@ -83,7 +78,7 @@ export const makeLocalDriver = (
               if (entry.isDirectory()) return listDirectory(path, `${key}/`)
               if (!entry.isFile() && !entry.isSymbolicLink()) return Effect.succeed([])
               return Effect.tryPromise({
-                try: () => stat(path).catch(ignoreMissing(undefined)),
+                try: () => stat(path).catch(recoverFrom(["ENOENT"], () => undefined)),
                 catch: fsError({ operation: "list", action: "read the file size", path, key })
               }).pipe(Effect.map((info) => (info?.isFile() ? [{ key, size: info.size }] : [])))
             },
@@ -95,7 +90,7 @@ export const makeLocalDriver = (
 
     const unlinkObject = (operation: "check" | "sweep", key: string, action: string) =>
       Effect.tryPromise({
-        try: () => unlink(pathOf(key)).catch(ignoreMissing(undefined)),
+        try: () => unlink(pathOf(key)).catch(recoverFrom(["ENOENT"], () => undefined)),
         catch: fsError({ operation, action, path: pathOf(key), key })
       })
 

@@ -11,10 +11,19 @@ interface Mapped {
   readonly hint?: string
 }
 
-const codeOf = (cause: unknown): string | undefined =>
+export const codeOf = (cause: unknown): string | undefined =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
     ? cause.code
     : undefined
+
+/**
+ * A rejection handler for a file-system promise: what `recover` gives when the failure carries one of `codes`
+ * (ENOENT of a file already gone, EEXIST of a directory already made), the failure itself otherwise.
+ */
+export const recoverFrom =
+  <A>(codes: ReadonlyArray<string>, recover: () => A | Promise<A>) =>
+  (cause: unknown): Promise<A> =>
+    codes.includes(codeOf(cause) ?? "") ? Promise.resolve(recover()) : Promise.reject(cause)
 
 const classify = (code: string | undefined, path: string, cause: unknown): Mapped => {
   const dir = dirname(path)

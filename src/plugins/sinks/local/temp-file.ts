@@ -4,7 +4,7 @@ import { mkdir, open, rename, stat, unlink } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import type { SinkError } from "../../../core/errors.js"
-import { fsError, protocolError } from "./errors.js"
+import { codeOf, fsError, protocolError, recoverFrom } from "./errors.js"
 
 /** Prefix shared by every temp file: `.<name>.tmp-<pid>-<random>` beside the target. */
 export const tempFileMarker = ".tmp-"
@@ -28,7 +28,7 @@ const isAlive = (pid: number): boolean => {
     return true
   } catch (cause) {
     // EPERM: the process exists but belongs to someone else.
-    return typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EPERM"
+    return codeOf(cause) === "EPERM"
   }
 }
 
@@ -41,30 +41,22 @@ export const isAbandonedTempFile = (name: string): boolean => {
   return match !== null && Number(match[1]) !== process.pid && !isAlive(Number(match[1]))
 }
 
-const hasCode = (cause: unknown, ...codes: ReadonlyArray<string>): boolean =>
-  typeof cause === "object" && cause !== null && "code" in cause && codes.includes(String(cause.code))
-
-const isMissing = (cause: unknown): boolean => hasCode(cause, "ENOENT")
-
 /** Creates `dir` and its missing parents one level at a time, so a failure carries its own error code. */
 const mkdirStepwise = async (dir: string): Promise<void> => {
   const parent = dirname(dir)
   if (parent !== dir) {
-    await stat(parent).catch((cause: unknown) => (isMissing(cause) ? mkdirStepwise(parent) : Promise.reject(cause)))
+    await stat(parent).catch(recoverFrom(["ENOENT"], () => mkdirStepwise(parent)))
   }
-  await mkdir(dir).catch((cause: unknown) => (hasCode(cause, "EEXIST") ? undefined : Promise.reject(cause)))
+  await mkdir(dir).catch(recoverFrom(["EEXIST"], () => undefined))
 }
 
 /**
  * `mkdir -p`. Node's recursive mkdir reports some failures as ENOENT (EROFS on a read-only file system among
  * them), which would tell the user a directory is missing; on ENOENT it is redone level by level for the real cause.
  */
-const makeDirectory = (dir: string): Promise<unknown> =>
-  mkdir(dir, { recursive: true }).catch((cause: unknown) => (isMissing(cause) ? mkdirStepwise(dir) : Promise.reject(cause)))
-
 export const ensureDirectory = (dir: string, operation: string, key?: string): Effect.Effect<void, SinkError> =>
   Effect.tryPromise({
-    try: () => makeDirectory(dir),
+    try: () => mkdir(dir, { recursive: true }).catch(recoverFrom(["ENOENT"], () => mkdirStepwise(dir))),
     catch: fsError({ operation, action: "create the directory", path: dir, key })
   })
 
@@ -112,19 +104,15 @@ export const openTempFile = (options: {
 }): Effect.Effect<TempFile, SinkError> => {
   const { target, key, operation } = options
   const path = tempPathFor(target)
-  const create = <A>(onMissing: (cause: unknown) => A | Promise<A>) =>
-    Effect.tryPromise({
-      try: () => open(path, "wx").catch(onMissing),
-      catch: fsError({ operation, action: "create a temp file", path, key })
-    })
+  const create = <A>(handle: () => Promise<A>) =>
+    Effect.tryPromise({ try: handle, catch: fsError({ operation, action: "create a temp file", path, key }) })
   // ENOENT: the directory is missing; ENOTDIR: a file stands where it should be — ensureDirectory says which. A
   // missing directory is the first part of every new partition, so it is not turned into an error (with a stack).
-  const directoryMissing = (cause: unknown) => (hasCode(cause, "ENOENT", "ENOTDIR") ? undefined : Promise.reject(cause))
-  return create(directoryMissing).pipe(
+  return create(() => open(path, "wx").catch(recoverFrom(["ENOENT", "ENOTDIR"], () => undefined))).pipe(
     Effect.flatMap((handle) =>
       handle !== undefined
         ? Effect.succeed(handle)
-        : Effect.zipRight(ensureDirectory(dirname(target), operation, key), create((cause) => Promise.reject(cause)))
+        : Effect.zipRight(ensureDirectory(dirname(target), operation, key), create(() => open(path, "wx")))
     ),
     Effect.map((handle) => makeTempFile(handle, path, target, key))
   )
@@ -201,7 +189,7 @@ const makeTempFile = (opened: FileHandle, path: string, target: string, key: str
     const remove = renamed
       ? Effect.void
       : Effect.tryPromise({
-          try: () => unlink(path).catch((cause: unknown) => (isMissing(cause) ? undefined : Promise.reject(cause))),
+          try: () => unlink(path).catch(recoverFrom(["ENOENT"], () => undefined)),
           catch: fsError({ operation: "abort", action: "delete the temp file", path, key })
         })
     return closeFile.pipe(Effect.zipRight(remove))
