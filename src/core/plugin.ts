@@ -86,6 +86,11 @@ export interface SourceQuery {
   /** Output columns (or coalesced columns) to sort by, ascending. */
   readonly orderBy?: ReadonlyArray<ColumnRef> | undefined
   readonly limit?: number | undefined
+  /**
+   * Set on a keyset page: `orderBy` is a unique, non-NULL key of the rows, so the source may read the rows in pieces,
+   * each continuing after the last key the one before read (on the same snapshot), instead of in one statement.
+   */
+  readonly uniqueOrder?: boolean | undefined
   /** Present when the export named a table: lets the source read catalog details (e.g. numeric precision). */
   readonly table?: { readonly schema?: string | undefined; readonly name: string } | undefined
   /** Rows fetched per round trip and per batch. */

@@ -116,24 +116,21 @@ describe("a backend terminated mid-stream (CLI)", () => {
   }, 90_000)
 
   it("keyset: a page cut short is read again from the same key; a page already read is kept; the summary counts 1 retry", async () => {
+    // batch_size = page_size: each page is one COPY (smaller batches read it in pieces, the next test), one batch
+    // and so one part.
     const { file, out } = configFor(
       "h1_keyset",
-      "name: h1_keyset, table: h1_src, mode: keyset, page_size: 20000, batch_size: 1000, format: csv, max_file_size: 1MiB"
+      "name: h1_keyset, table: h1_src, mode: keyset, page_size: 20000, batch_size: 20000, format: csv, max_file_size: 1MiB"
     )
-    // Between two fetches postgres.js ends the iteration of a query whose connection closed as if every row had been
-    // read: the source must tell, or the page would be committed short (and, short, end the export). After the last
-    // fetch the page is complete: its lost transaction must not cost a retry (nor a crash ending it).
-    const cut = startKiller(testPgUrl(), {
-      app: "h1_keyset",
-      statement: UNIT_STATEMENT,
-      phase: "between fetches",
-      when: partsCommitted(out, 2)
-    })
+    // A COPY whose connection closes mid-stream must not pass for a complete page, or the page would be committed
+    // short (and, short, end the export). After the last row the page is complete: its lost transaction must not
+    // cost a retry (nor a crash ending it).
+    const cut = startKiller(testPgUrl(), { app: "h1_keyset", statement: UNIT_STATEMENT, when: partsCommitted(out, 1) })
     const done = startKiller(testPgUrl(), {
       app: "h1_keyset",
       statement: UNIT_STATEMENT,
       phase: "after the last fetch",
-      when: partsCommitted(out, 12)
+      when: partsCommitted(out, 4)
     })
     // Encoded on the reading thread: with the encoder thread, the page's last part is written later, and a kill in
     // "idle in transaction" can land while the end of the COPY still waits unread in the paused socket — a safe
@@ -157,6 +154,30 @@ describe("a backend terminated mid-stream (CLI)", () => {
     expect(verified.rowCount).toBe(ROWS)
     expect(verified.unlisted).toEqual([])
     expect(/^\s*bytes:\s+(.+)$/m.exec(result.stderr)?.[1]).toBe(formatBytes(bytesListed(out)))
+  }, 90_000)
+
+  it("keyset in pieces: a page cut short in a later piece is read again from the page's first key, every row once", async () => {
+    const { file, out } = configFor(
+      "h1_keyset_pieces",
+      "name: h1_keyset_pieces, table: h1_src, mode: keyset, page_size: 20000, batch_size: 1000, format: csv, max_file_size: 1MiB"
+    )
+    // Pieces after a page's first carry a second key condition: the page's start and the last key read.
+    const cut = startKiller(testPgUrl(), {
+      app: "h1_keyset_pieces",
+      statement: `${UNIT_STATEMENT} AND "id" > %`,
+      when: partsCommitted(out, 8)
+    })
+    const result = await runCli(["run", "-c", file])
+    const killed = (await cut.stop()).flat()
+    expect(killed.length, `${NEVER_FAULTED}\n${result.stderr}`).toBe(1)
+    expect(result.code, result.stderr).toBe(0)
+    expect(/^\s*retries:\s+(\d+)$/m.exec(result.stderr)?.[1], result.stderr).toBe("1")
+    expect(result.stderr).toMatch(/page [1-7]: attempt 1 of 6 failed, retrying: .*was closed while reading rows/)
+    const verified = await verifyDestination(out, result.stderr, ids(ROWS))
+    expect(verified.problems).toEqual([])
+    expect({ missing: verified.missing, duplicated: verified.duplicated }).toEqual({ missing: [], duplicated: [] })
+    expect(verified.rowCount).toBe(ROWS)
+    expect(verified.unlisted).toEqual([])
   }, 90_000)
 
   it("full: fails with exit 2 naming the export and the terminated connection; nothing is published", async () => {

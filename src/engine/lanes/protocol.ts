@@ -59,6 +59,7 @@ const SourceQueryWire: Schema.Schema<SourceQuery> = Schema.Struct({
   where: Schema.optional(Schema.Array(RowFilterWire)),
   orderBy: Schema.optional(Schema.Array(ColumnRefWire)),
   limit: Schema.optional(Schema.Number),
+  uniqueOrder: Schema.optional(Schema.Boolean),
   table: Schema.optional(Schema.Struct({ schema: Schema.optional(Schema.String), name: Schema.String })),
   batchSize: Schema.Number,
   // A Map crosses the thread boundary as it is (structured clone).

@@ -57,7 +57,8 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
     ...base,
     where: after ? [{ _tag: "After", columns: keys, values: after }] : [],
     orderBy: keys,
-    limit: mode.pageSize
+    limit: mode.pageSize,
+    uniqueOrder: true
   })
 
   // Rows whose key is NULL are never "after" any key: paging would silently leave them out.

@@ -106,3 +106,60 @@ describe("a chunk read in pieces from PostgreSQL", () => {
     }).pipe(Effect.provide(testSource()))
   )
 })
+
+describe("a keyset page read in pieces from PostgreSQL", () => {
+  // batch_size 10 against a page of 1 000 rows: pieces of 16 rows (at most 64 pieces), each ending its own batch —
+  // 10 + 6 rows per piece, where the page's one query gives batches of 10.
+  const page = (sql: string, orderBy: ReadonlyArray<string>, extra: Partial<SourceQuery> = {}): SourceQuery => ({
+    ...query(sql, { batchSize: 10 }),
+    orderBy,
+    limit: 1000,
+    uniqueOrder: true,
+    ...extra
+  })
+  const KEYED = "select i as id, 'row ' || i as label from generate_series(1, 100) as i where i % 7 <> 3"
+
+  it.effect("reads the rows after the page's start in key order, each piece continuing after the last key read", () =>
+    Effect.gen(function* () {
+      const start: RowFilter = { _tag: "After", columns: ["id"], values: ["20"] }
+      const pieces = yield* readAll(page(KEYED, ["id"], { where: [start] }))
+      const whole = yield* readAll(page(KEYED, ["id"], { where: [start], uniqueOrder: false }))
+      expect(whole.batches.map((batch) => batch.rowCount)).toEqual([10, 10, 10, 10, 10, 10, 9])
+      expect(pieces.batches.map((batch) => batch.rowCount)).toEqual([10, 6, 10, 6, 10, 6, 10, 6, 5])
+      expect(rowsOf(pieces.batches)).toEqual(rowsOf(whole.batches))
+    }).pipe(Effect.provide(testSource()))
+  )
+
+  it.effect("stops at the page's limit, the last piece cut to what is left", () =>
+    Effect.gen(function* () {
+      // 700 rows in at most 64 pieces: 63 of 11 rows (a batch of 10 and one of 1 each), then 7.
+      const { batches } = yield* readAll(page(KEYED.replace("100", "1000"), ["id"], { limit: 700 }))
+      expect(batches.map((batch) => batch.rowCount)).toEqual([...Array.from({ length: 63 }, () => [10, 1]).flat(), 7])
+      expect(rowsOf(batches).map((row) => row["id"])).toEqual(
+        Array.from({ length: 1000 }, (_, i) => i + 1).filter((i) => i % 7 !== 3).slice(0, 700)
+      )
+    }).pipe(Effect.provide(testSource()))
+  )
+
+  it.effect("continues exactly after keys of text and microsecond timestamps", () =>
+    Effect.gen(function* () {
+      const sql =
+        "select g.grp, timestamp '2026-01-01 00:00:00' + i * interval '1.000001 second' as at, i as n " +
+        "from generate_series(1, 60) as i, (values ('a''b ü'), ('a''b'), ('\\z')) as g(grp)"
+      const pieces = yield* readAll(page(sql, ["grp", "at"]))
+      const whole = yield* readAll(page(sql, ["grp", "at"], { uniqueOrder: false }))
+      expect(pieces.batches.length).toBeGreaterThan(whole.batches.length)
+      expect(rowsOf(pieces.batches)).toHaveLength(180)
+      expect(rowsOf(pieces.batches)).toEqual(rowsOf(whole.batches))
+    }).pipe(Effect.provide(testSource()))
+  )
+
+  it.effect("a NULL key where a piece ends fails the read, naming the column", () =>
+    Effect.gen(function* () {
+      const sql = "select case when i <= 12 then i end as id from generate_series(1, 20) as i"
+      const error = yield* Effect.flip(readAll(page(sql, ["id"])))
+      expect(error.message).toContain(`NULL in its key column "id"`)
+      expect(error.retryable).toBe(false)
+    }).pipe(Effect.provide(testSource()))
+  )
+})

@@ -14,7 +14,7 @@ import { DecodeFailure } from "./decode.js"
 import { connectionClosed, type ErrorContext, sourceError } from "./errors.js"
 import { attemptOn, connectionLost, openSession, type SessionSettings } from "./session.js"
 import { copyStatement, renderInline, renderStatement, type Statement } from "./statement.js"
-import { queryPieces, readPieces } from "./pieces.js"
+import { queryPieces, readKeyedPieces, readPieces } from "./pieces.js"
 import { type ColumnPlan, planColumn, type Problem, resolveShape } from "./types.js"
 
 const problemsError = (context: ErrorContext, problems: ReadonlyArray<{ column: string; problem: Problem }>) =>
@@ -136,9 +136,10 @@ export const openCopy = (
     else for (const sink of sinks) sink.reset()
     return sinks
   }
-  return readPieces(queryPieces(query, schema), (piece) =>
-    copyBatches(connection, piece, plans, readers, reusedSinks, schema, context)
-  )
+  const open = (piece: SourceQuery) => copyBatches(connection, piece, plans, readers, reusedSinks, schema, context)
+  const nullKey = (column: string) =>
+    sourceError(context, `a row of the page has a NULL in its key column "${column}"`, { hint: "page by NOT NULL columns" })
+  return readKeyedPieces(query, schema, open, nullKey) ?? readPieces(queryPieces(query, schema), open)
 }
 
 const copyBatches = (
