@@ -282,6 +282,13 @@ export interface SinkCapabilities {
   readonly blockSize: number
   /** How many blocks of one object may be written at once. */
   readonly concurrency: number
+  /**
+   * `true` when the sink is done with the bytes given to `put` and `writeBlock` once the returned effect has
+   * succeeded — it wrote or copied them, and keeps no reference. The runtime then frees its own block buffers at
+   * once rather than leaving them to the garbage collector (less memory, fewer collections). Leave it out when
+   * the sink may read the bytes later (it queues them, or keeps the arrays); the sink conformance suite checks it.
+   */
+  readonly releasesBytes?: boolean
 }
 
 /** An object found by `SinkDriverShape.list`: its key relative to the destination and its size in bytes. */

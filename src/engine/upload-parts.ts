@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
+import { BlockBuffers } from "./block-buffers.js"
 import type { PartPiece } from "./encode-parts.js"
 import type { SinkError } from "../core/errors.js"
 import type { PartRecord } from "../core/manifest.js"
@@ -54,16 +55,17 @@ interface PartBytes {
 
 // Takes the first `length` pending bytes. A block inside one chunk is a view of it; only a block spanning
 // chunks is copied, and only its own bytes (the rest stays as views).
-const take = (state: PartBytes, length: number): Uint8Array => {
+const take = (state: PartBytes, length: number, buffers: BlockBuffers): Uint8Array => {
   const { pending } = state
   const first = pending[0]
   if (first !== undefined && first.length >= length) {
     if (first.length === length) pending.shift()
     else pending[0] = first.subarray(length)
     state.pendingLength -= length
+    buffers.viewed(first)
     return first.subarray(0, length)
   }
-  const block = new Uint8Array(length)
+  const block = buffers.block(length)
   let offset = 0
   while (offset < length) {
     const chunk = pending[0]!
@@ -72,21 +74,32 @@ const take = (state: PartBytes, length: number): Uint8Array => {
       block.set(chunk, offset)
       offset += chunk.length
       pending.shift()
+      buffers.copied(chunk, chunk.length)
     } else {
       block.set(chunk.subarray(0, wanted), offset)
       pending[0] = chunk.subarray(wanted)
       offset = length
+      buffers.copied(chunk, wanted)
     }
   }
   state.pendingLength -= length
   return block
 }
 
+// Queues `bytes` after `pending`, as one view with the last pending bytes when they lie right before `bytes` in the
+// same buffer (a source that cuts its chunks from one buffer): a block across them is then a view, not a copy.
+const appendPending = (pending: Array<Uint8Array>, bytes: Uint8Array): void => {
+  const last = pending.at(-1)
+  if (last !== undefined && last.buffer === bytes.buffer && last.byteOffset + last.length === bytes.byteOffset) {
+    pending[pending.length - 1] = new Uint8Array(last.buffer, last.byteOffset, last.length + bytes.length)
+  } else pending.push(bytes)
+}
+
 /**
  * Cuts each part's bytes into `blockSize` blocks, hashing and counting them on the way. Pieces of several parts
  * may interleave (a partitioned export has a part open per partition): each part keeps its own pending bytes.
  */
-const toBlocks = (blockSize: number) => {
+const toBlocks = (blockSize: number, buffers: BlockBuffers) => {
   const parts = new Map<number, PartBytes>()
   const stateOf = (part: number): PartBytes => {
     let state = parts.get(part)
@@ -100,17 +113,17 @@ const toBlocks = (blockSize: number) => {
   return (piece: PartPiece): Array<Block> => {
     const state = stateOf(piece.part)
     if (piece._tag === "bytes") {
-      state.pending.push(piece.bytes)
+      appendPending(state.pending, piece.bytes)
       state.pendingLength += piece.bytes.length
       state.size += piece.bytes.length
       state.hash.update(piece.bytes)
       const blocks: Array<Block> = []
-      while (state.pendingLength > blockSize) blocks.push({ part: piece.part, index: state.index++, bytes: take(state, blockSize) })
+      while (state.pendingLength > blockSize) blocks.push({ part: piece.part, index: state.index++, bytes: take(state, blockSize, buffers) })
       return blocks
     }
     parts.delete(piece.part)
     const last = { rows: piece.rows, size: state.size, sha256: `sha256:${state.hash.digest("hex")}` }
-    return [{ part: piece.part, index: state.index, bytes: take(state, state.pendingLength), last }]
+    return [{ part: piece.part, index: state.index, bytes: take(state, state.pendingLength, buffers), last }]
   }
 }
 
@@ -129,6 +142,7 @@ export const uploadParts = <E, R>(
 ): Effect.Effect<ReadonlyArray<PartRecord>, E | SinkError, R | Scope.Scope> =>
   Effect.gen(function* () {
     const { sink } = options
+    const buffers = new BlockBuffers(sink.capabilities.releasesBytes === true)
     // The begin of each part's upload, shared by its blocks: one `begin` per part however many blocks ask at once.
     const open = yield* SynchronizedRef.make(new Map<number, Effect.Effect<UploadHandle, SinkError>>())
     const begun = new Map<number, UploadHandle>()
@@ -184,7 +198,13 @@ export const uploadParts = <E, R>(
           ? retried(sink.put(options.keyOf(block.part), block.bytes, options.contentType), block.part)
           : Effect.flatMap(handleOf(block.part), (handle) => retried(handle.writeBlock(block.index, block.bytes), block.part)),
         block
-      ).pipe(Effect.tap(() => options.onBytes(block.bytes.length)))
+      ).pipe(
+        Effect.tap(() => {
+          const written = block.bytes.length
+          buffers.written(block.bytes)
+          return options.onBytes(written)
+        })
+      )
 
     const commit = (block: Block): Effect.Effect<Option.Option<PartRecord>, SinkError> =>
       Effect.gen(function* () {
@@ -233,7 +253,7 @@ export const uploadParts = <E, R>(
         if (Option.isSome(record)) records.push(record.value)
       })
     )
-    const blocks = Stream.mapConcat(pieces, toBlocks(sink.capabilities.blockSize)).pipe(Stream.interruptWhen(Deferred.await(failed)))
+    const blocks = Stream.mapConcat(pieces, toBlocks(sink.capabilities.blockSize, buffers)).pipe(Stream.interruptWhen(Deferred.await(failed)))
     yield* Stream.runForEach(blocks, (block) =>
       Effect.gen(function* () {
         if (block.index === 0) yield* spans.start(block.part, options.keyOf(block.part))

@@ -185,7 +185,7 @@ export const memorySink = (options: MemorySinkOptions = {}): MemorySink => {
     spanPrefix: "MemorySink",
     label: "Memory",
     uri: (key) => (key === undefined ? "memory:" : `memory:${key}`),
-    capabilities: { markers: options.markers ?? true, blockSize, concurrency: options.concurrency ?? 4 },
+    capabilities: { markers: options.markers ?? true, blockSize, concurrency: options.concurrency ?? 4, releasesBytes: true },
     usageError: Sink.usageErrors("memory", (problem) => ({ ...problem, message: `${problem.key}: ${problem.message}` })),
     check: call({ operation: "check" }),
     probe: false,

@@ -11,6 +11,7 @@ import * as Stream from "effect/Stream"
 import type { SinkError } from "../core/errors.js"
 import { SinkDriver } from "../core/plugin.js"
 import type { SinkDriverShape, UploadHandle } from "../core/plugin.js"
+import { releaseBuffers } from "../core/release-buffers.js"
 import { blocksOf, bytesOf, concatBytes, differenceOf, shuffled } from "./bytes.js"
 
 /** How the conformance suite reaches the sink under test and looks at the destination behind its back. */
@@ -146,6 +147,35 @@ export const sinkConformanceCases = (options: SinkConformanceOptions): ReadonlyA
         const handle = yield* sink.begin(key, "application/octet-stream")
         yield* writeAll(handle, blocks, shuffled(inOrder(blockCount), 6), sink.capabilities.concurrency)
         yield* handle.complete(blockCount)
+        yield* expectStored(key, concatBytes(blocks))
+      })
+    )
+  )
+
+  // A copy of `bytes` handed to `call` and detached (freed, as the runtime frees its buffers) as soon as it returns.
+  const freedAfter = (bytes: Uint8Array, call: (given: Uint8Array) => Effect.Effect<void, SinkError>) =>
+    Effect.suspend(() => {
+      const given = bytes.slice()
+      return Effect.tap(call(given), () => Effect.sync(() => releaseBuffers([given.buffer])))
+    })
+
+  test(
+    "with capabilities.releasesBytes, bytes freed as soon as put or writeBlock returns are stored whole",
+    withSink((sink) =>
+      Effect.gen(function* () {
+        // The claim is optional; a sink that does not make it keeps whatever it needs.
+        if (sink.capabilities.releasesBytes !== true) return
+        const small = bytesOf(11, 5_000)
+        yield* freedAfter(small, (given) => sink.put(keyFor("released-put"), given, "application/octet-stream"))
+        yield* expectStored(keyFor("released-put"), small)
+        const key = keyFor("released-blocks")
+        const blocks = blocksOf(12, sink.capabilities.blockSize, 3)
+        const handle = yield* sink.begin(key, "application/octet-stream")
+        yield* Effect.forEach(inOrder(3), (index) => freedAfter(blocks[index]!, (given) => handle.writeBlock(index, given)), {
+          concurrency: sink.capabilities.concurrency,
+          discard: true
+        })
+        yield* handle.complete(3)
         yield* expectStored(key, concatBytes(blocks))
       })
     )

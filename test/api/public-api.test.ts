@@ -147,6 +147,7 @@ describe("public API types", () => {
       readonly markers: boolean
       readonly blockSize: number
       readonly concurrency: number
+      readonly releasesBytes?: boolean
     }>()
     expectTypeOf<Context.Tag.Service<SinkDriver>>().toEqualTypeOf<SinkDriverShape>()
   })

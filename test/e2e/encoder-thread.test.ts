@@ -1,10 +1,14 @@
+import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import { gunzipSync } from "node:zlib"
 import * as os from "node:os"
 import * as path from "node:path"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type * as BatchModule from "../../src/core/batch.js"
+import type * as OwnedBytes from "../../src/core/owned-bytes.js"
 import type * as Library from "../../src/index.js"
+import type * as Ndjson from "../../src/plugins/formats/ndjson/index.js"
 import { readRows } from "../formats/parquet/read-back.js"
 import { runCli, writeConfig } from "../support/cli.js"
 import { testPgUrl } from "../support/pg.js"
@@ -47,6 +51,41 @@ ${extra}
   const out = path.join(path.dirname(config), "out")
   const files = fs.existsSync(out) ? fs.readdirSync(out).sort() : []
   return { result, out, files }
+}
+
+/** The built modules: there the encoder thread's entry exists, and owned-bytes is the instance the thread module uses. */
+type BuiltModules = [typeof Ndjson, typeof BatchModule, typeof OwnedBytes]
+const [{ makeNdjsonDriver }, { makeBatch }, { ownedBytes }] = (await Promise.all([
+  import("../../dist/plugins/formats/ndjson/index.js"),
+  import("../../dist/core/batch.js"),
+  import("../../dist/core/owned-bytes.js")
+])) as BuiltModules
+
+const BATCH_ROWS = 5_000
+
+/** One NDJSON part of `batches` batches of ids, encoded by the driver as the CLI's first part is. */
+const encodeNdjson = (batches: number) => {
+  const schema = { columns: [{ name: "id", type: { kind: "int32" as const }, nullable: false }] }
+  return Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const driver = yield* makeNdjsonDriver({ compression: "none" })
+        const part = yield* driver.open(schema)
+        const written: Array<Uint8Array> = []
+        for (let batch = 0; batch < batches; batch++) {
+          const ids = Array.from({ length: BATCH_ROWS }, (_, i) => batch * BATCH_ROWS + i)
+          written.push(...(yield* part.write(makeBatch(schema, [ids]))))
+        }
+        return [...written, ...(yield* part.finish)]
+      })
+    )
+  )
+}
+
+const bytesPerBuffer = (chunks: ReadonlyArray<Uint8Array>) => {
+  const perBuffer = new Map<ArrayBufferLike, number>()
+  for (const chunk of chunks) perBuffer.set(chunk.buffer, (perBuffer.get(chunk.buffer) ?? 0) + chunk.byteLength)
+  return perBuffer
 }
 
 const rowsOf = async (out: string, files: ReadonlyArray<string>) => {
@@ -143,5 +182,10 @@ exports:
       expect(failure?.message).toContain("does not fit decimal(4,2)")
       expect(fs.readdirSync(dir)).toEqual([])
     }
+  })
+  it("the thread's replies are handed over to the runtime with all their bytes, for the upload to free once written", async () => {
+    const chunks = await encodeNdjson(2)
+    expect(chunks.length).toBeGreaterThan(0)
+    for (const [buffer, bytes] of bytesPerBuffer(chunks)) expect(ownedBytes(buffer)).toBe(bytes)
   })
 })

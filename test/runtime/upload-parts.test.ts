@@ -7,6 +7,7 @@ import * as Stream from "effect/Stream"
 import type { PartPiece } from "../../src/engine/encode-parts.js"
 import { SinkError } from "../../src/core/errors.js"
 import type { SinkDriverShape, UploadHandle } from "../../src/core/plugin.js"
+import { handOver } from "../../src/core/owned-bytes.js"
 import { abortPendingUploads, UploadLedger } from "../../src/engine/upload-cleanup.js"
 import { uploadParts } from "../../src/engine/upload-parts.js"
 
@@ -14,6 +15,7 @@ import { uploadParts } from "../../src/engine/upload-parts.js"
 const recordingSink = (options: {
   blockSize: number
   concurrency: number
+  releasesBytes?: boolean
   failBlock?: (key: string, index: number, attempt: number) => SinkError | undefined
   failAbort?: (attempt: number) => SinkError | undefined
 }) => {
@@ -23,9 +25,9 @@ const recordingSink = (options: {
   const sink: SinkDriverShape = {
     label: "Recording",
     uri: (key) => `mem://${key ?? ""}`,
-    capabilities: { markers: true, blockSize: options.blockSize, concurrency: options.concurrency },
+    capabilities: { markers: true, blockSize: options.blockSize, concurrency: options.concurrency, releasesBytes: options.releasesBytes === true },
     check: Effect.void,
-    put: (key, bytes) => Effect.sync(() => { log.push(`put ${key}`); visible.set(key, bytes) }),
+    put: (key, bytes) => Effect.sync(() => { log.push(`put ${key}`); visible.set(key, bytes.slice()) }),
     begin: (key) =>
       Effect.sync((): UploadHandle => {
         log.push(`begin ${key}`)
@@ -66,6 +68,30 @@ const pieces = (parts: ReadonlyArray<ReadonlyArray<string>>): Stream.Stream<Part
     ])
   )
 
+const encode = (text: string) => new TextEncoder().encode(text)
+/** The byte length of each array's buffer: 0 once the buffer was freed (detached). */
+const bufferSizes = (...arrays: ReadonlyArray<Uint8Array>) => arrays.map((array) => array.buffer.byteLength)
+
+/** One part made of `chunks` as they are (views and buffers kept). */
+const partOf = (chunks: ReadonlyArray<Uint8Array>): Stream.Stream<PartPiece> =>
+  Stream.fromIterable<PartPiece>([
+    ...chunks.map((bytes) => ({ _tag: "bytes" as const, part: 0, bytes })),
+    { _tag: "end" as const, part: 0, rows: chunks.length }
+  ])
+
+/** `sink`, telling `seen` of every block written through `begin`, before the block goes on. */
+const watchingBlocks = (sink: SinkDriverShape, seen: (key: string, index: number, bytes: Uint8Array) => void): SinkDriverShape => ({
+  ...sink,
+  begin: (key, contentType) =>
+    Effect.map(sink.begin(key, contentType), (handle) => ({
+      ...handle,
+      writeBlock: (index: number, bytes: Uint8Array) => {
+        seen(key, index, bytes)
+        return handle.writeBlock(index, bytes)
+      }
+    }))
+})
+
 const options = (sink: SinkDriverShape) => ({
   sink,
   contentType: "text/plain",
@@ -100,17 +126,7 @@ describe("uploadParts", () => {
     Effect.gen(function* () {
       const { sink, visible, log } = recordingSink({ blockSize: 4, concurrency: 2 })
       const sizes: Record<string, Array<number>> = {}
-      const recording = {
-        ...sink,
-        begin: (key: string, contentType: string) =>
-          Effect.map(sink.begin(key, contentType), (handle) => ({
-            ...handle,
-            writeBlock: (index: number, bytes: Uint8Array) => {
-              ;(sizes[key] ??= [])[index] = bytes.length
-              return handle.writeBlock(index, bytes)
-            }
-          }))
-      }
+      const recording = watchingBlocks(sink, (key, index, bytes) => void ((sizes[key] ??= [])[index] = bytes.length))
       const chunks = ["", "a", "bcdefghij", "k", "lm", "", "nopqrstu", "v", "wxyz0123456789", "!"]
       const records = yield* uploadParts(pieces([chunks]), options(recording))
       const text = chunks.join("")
@@ -118,6 +134,68 @@ describe("uploadParts", () => {
       expect(sizes["part0"]).toEqual([4, 4, 4, 4, 4, 4, 4, 4, 4, 1])
       expect(log).toEqual(["begin part0", "complete part0 10"])
       expect(records[0]?.content_fingerprint).toBe(`sha256:${createHash("sha256").update(text).digest("hex")}`)
+    }))
+
+  it.scoped("joins chunks that lie back to back in one buffer: a block across them is a view, not a copy", () =>
+    Effect.gen(function* () {
+      const { sink, visible } = recordingSink({ blockSize: 4, concurrency: 1 })
+      const shared = encode("abcdefghijklmnopXY")
+      const other = encode("123")
+      const viewed: Array<boolean> = []
+      const recording = watchingBlocks(sink, (_key, index, bytes) => void (viewed[index] = bytes.buffer === shared.buffer))
+      // abc|defgh|ijkl back to back; mnop skipped (a gap in the same buffer); then XY, and bytes of another buffer.
+      const chunks = [shared.subarray(0, 3), shared.subarray(3, 8), shared.subarray(8, 12), shared.subarray(16, 18), other]
+      yield* uploadParts(partOf(chunks), options(recording))
+      expect(new TextDecoder().decode(visible.get("part0"))).toBe("abcdefghijklXY123")
+      // abcd, efgh, ijkl: views of the shared buffer across its chunks; XY12 spans two buffers; 3 is the rest.
+      expect(viewed).toEqual([true, true, true, false, false])
+    }))
+
+  it.scoped("frees the runtime's own buffers once every byte of them is copied into blocks, and no others", () =>
+    Effect.gen(function* () {
+      const { sink, visible } = recordingSink({ blockSize: 4, concurrency: 1 })
+      const copiedWhole = encode("abc")
+      const viewed = encode("defgh")
+      const sharedBuffer = encode("ij_kl")
+      const [firstHalf, secondHalf] = [sharedBuffer.subarray(0, 2), sharedBuffer.subarray(3, 5)]
+      const notOwned = encode("mno")
+      handOver([copiedWhole, viewed, firstHalf, secondHalf])
+      yield* uploadParts(partOf([copiedWhole, viewed, firstHalf, secondHalf, notOwned]), options(sink))
+      // Blocks: abc+d (copied), efgh (a view of "defgh"), ij+kl (copied, one buffer), mno.
+      expect(new TextDecoder().decode(visible.get("part0"))).toBe("abcdefghijklmno")
+      expect(bufferSizes(copiedWhole, sharedBuffer, viewed, notOwned)).toEqual([0, 0, 5, 3])
+    }))
+
+  it.scoped("with a sink that releases what it is given, frees written blocks it made and owned buffers once written", () =>
+    Effect.gen(function* () {
+      const { sink, visible } = recordingSink({ blockSize: 4, concurrency: 2, releasesBytes: true })
+      const given: Array<Uint8Array> = []
+      const recording = watchingBlocks(sink, (_key, index, bytes) => void (given[index] = bytes))
+      const copiedWhole = encode("abc")
+      const viewed = encode("defgh")
+      const notOwned = encode("mno")
+      handOver([copiedWhole, viewed])
+      yield* uploadParts(partOf([copiedWhole, viewed, notOwned]), options(recording))
+      expect(new TextDecoder().decode(visible.get("part0"))).toBe("abcdefghmno")
+      // Block 0 (abc+d) was made by copying: freed once written; "defgh" was copied (d) and viewed (efgh), then
+      // written: freed; "mno" (the last block, a view) is not the runtime's to free.
+      expect(bufferSizes(...given)).toEqual([0, 0, 3])
+      expect(bufferSizes(copiedWhole, viewed, notOwned)).toEqual([0, 0, 3])
+    }))
+
+  it.scoped("frees a buffer handed over only after its first bytes arrived, once all of them are written", () =>
+    Effect.gen(function* () {
+      const { sink, visible } = recordingSink({ blockSize: 4, concurrency: 1, releasesBytes: true })
+      // A source cutting chunks from one buffer hands it over once it cuts no more from it (rendered.ts).
+      const slab = encode("abcdefghij??")
+      const piece = (from: number, to: number): PartPiece => ({ _tag: "bytes", part: 0, bytes: slab.subarray(from, to) })
+      const stream = Stream.make(piece(0, 3), piece(3, 7)).pipe(
+        Stream.concat(Stream.fromEffect(Effect.sync(() => (handOver([slab.subarray(0, 10)]), piece(7, 10))))),
+        Stream.concat(Stream.make<Array<PartPiece>>({ _tag: "end", part: 0, rows: 3 }))
+      )
+      yield* uploadParts(stream, options(sink))
+      expect(new TextDecoder().decode(visible.get("part0"))).toBe("abcdefghij")
+      expect(slab.buffer.byteLength).toBe(0)
     }))
 
   // Live clock: the retry policy really sleeps between attempts.

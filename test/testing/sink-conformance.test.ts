@@ -79,6 +79,24 @@ describe("sink conformance suite", () => {
     })
   )
 
+  it.live("catches a sink that claims to release the bytes it is given but keeps the arrays", () =>
+    Effect.gen(function* () {
+      const store = memorySink({ blockSize: 1024 })
+      const kept = new Map<string, Uint8Array>()
+      const keeping: SinkDriverShape = {
+        ...store.driver,
+        capabilities: { ...store.driver.capabilities, releasesBytes: true },
+        put: (key, bytes) => Effect.sync(() => void kept.set(key, bytes))
+      }
+      const failed = yield* failedCases({ ...optionsFor(store, keeping), readBack: async (key) => kept.get(key) ?? store.objects().get(key) })
+      expect(failed).toContain("with capabilities.releasesBytes, bytes freed as soon as put or writeBlock returns are stored whole")
+      // Without the claim, keeping the arrays is allowed.
+      const honest = { ...keeping, capabilities: { ...keeping.capabilities, releasesBytes: false } }
+      const failedHonest = yield* failedCases({ ...optionsFor(store, honest), readBack: async (key) => kept.get(key) ?? store.objects().get(key) })
+      expect(failedHonest).not.toContain("with capabilities.releasesBytes, bytes freed as soon as put or writeBlock returns are stored whole")
+    })
+  )
+
   it.live("catches unsafe keys that are accepted", () =>
     Effect.gen(function* () {
       const store = memorySink()

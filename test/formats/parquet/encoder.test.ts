@@ -6,7 +6,7 @@ import { DEFAULT_ROW_GROUP_BYTES } from "../../../src/plugins/formats/parquet/co
 import { makeCodec } from "../../../src/plugins/formats/parquet/compressors.js"
 import { makePartEncoder } from "../../../src/plugins/formats/parquet/encoder.js"
 import parquet from "../../../src/plugins/formats/parquet/index.js"
-import { releaseBuffers } from "../../../src/plugins/formats/thread/release.js"
+import { releaseBuffers } from "../../../src/core/release-buffers.js"
 import { type Batch, batchFromColumns, type BatchSchema, makeBatch, type Value } from "../../../src/core/batch.js"
 import { FormatDriver } from "../../../src/core/plugin.js"
 import { allTypesRows, allTypesSchema, encodeAll, rowObjects } from "./fixtures.js"

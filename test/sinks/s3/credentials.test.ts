@@ -85,7 +85,7 @@ describe("credential source", () => {
       expect(driver.uri("orders_20260406_120000_123.parquet")).toBe(
         "s3://rivet-creds/exports/daily/orders_20260406_120000_123.parquet"
       )
-      expect(driver.capabilities).toEqual({ markers: true, blockSize: 16 * 1024 ** 2, concurrency: 6 })
+      expect(driver.capabilities).toEqual({ markers: true, blockSize: 16 * 1024 ** 2, concurrency: 6, releasesBytes: true })
       const bare = yield* Effect.provide(
         SinkDriver,
         s3Plugin.make(config(envPair), { configDir: ".", env: { RIVET_AK: "a", RIVET_SK: "b" } })

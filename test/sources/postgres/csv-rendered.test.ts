@@ -8,6 +8,7 @@ import * as path from "node:path"
 import * as zlib from "node:zlib"
 import type postgres from "postgres"
 import { makeCsvDriver } from "../../../src/plugins/formats/csv/index.js"
+import { ownedBytes } from "../../../src/core/owned-bytes.js"
 import { runExports } from "../../../src/index.js"
 import { type FormatDriverShape, SourceDriver, type SourceQuery } from "../../../src/core/plugin.js"
 import { testPgUrl } from "../../support/pg.js"
@@ -190,6 +191,29 @@ describe("CSV rendered by PostgreSQL", () => {
         expect(countLines(chunk.bytes)).toBe(chunk.rows)
         expect(chunk.bytes[chunk.bytes.length - 1]).toBe(0x0a)
       }
+    }).pipe(Effect.provide(testSource()))
+  )
+
+  it.effect("cuts chunks back to back from shared buffers; a row larger than a buffer gets its own", () =>
+    Effect.gen(function* () {
+      // 5 MiB is more than one 4 MiB buffer holds: that row's chunk must be whole and the others unaffected.
+      const q = query(
+        `select i as id, case when i = 4 then repeat('x', 5 * 1024 * 1024) else 'v' || i end as s from generate_series(1, 9) as i`,
+        { batchSize: 2 }
+      )
+      const { typed, rendered } = yield* bothPaths(q)
+      expect(rendered.bytes.equals(typed)).toBe(true)
+      const chunks = rendered.chunks
+      expect(chunks.map((chunk) => chunk.rows)).toEqual([2, 1, 1, 2, 2, 1])
+      const big = chunks.findIndex((chunk) => chunk.bytes.length > 5 * 1024 * 1024)
+      expect(big).toBe(2)
+      // Adjacent chunks of one buffer let the engine cut blocks across them without a copy (upload-parts.ts).
+      const backToBack = (a: Uint8Array, b: Uint8Array) => a.buffer === b.buffer && a.byteOffset + a.length === b.byteOffset
+      expect(chunks.slice(1).map((chunk, i) => backToBack(chunks[i]!.bytes, chunk.bytes))).toEqual([true, false, false, true, true])
+      // Each buffer is handed over with exactly the bytes of its chunks, for the upload to free once written.
+      const handed = new Map<ArrayBufferLike, number>()
+      for (const chunk of chunks) handed.set(chunk.bytes.buffer, (handed.get(chunk.bytes.buffer) ?? 0) + chunk.bytes.length)
+      for (const [buffer, bytes] of handed) expect(ownedBytes(buffer)).toBe(bytes)
     }).pipe(Effect.provide(testSource()))
   )
 

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url"
 import { Worker } from "node:worker_threads"
 import type { Batch, BatchSchema } from "../../../core/batch.js"
 import { describeCause, FormatError } from "../../../core/errors.js"
+import { handOver } from "../../../core/owned-bytes.js"
 import type { PartEncoder, PartInfo } from "../../../core/plugin.js"
 import type { EncoderInit, FromEncoder, ToEncoder } from "./protocol.js"
 import { AlreadyHandedOver, transferable } from "./transfer.js"
@@ -15,8 +16,9 @@ import { AlreadyHandedOver, transferable } from "./transfer.js"
  * Parts encoded on a thread of the export's own: the reading thread decodes the source's rows into batches while
  * the encoder thread turns the previous ones into bytes, so an export uses a second core. A batch's buffers are
  * transferred, without a copy where a builder made them for it alone (transfer.ts), and the encoder thread frees them
- * as soon as they are encoded (release.ts) instead of leaving them to its garbage collector; at most `IN_FLIGHT` of a
- * part's batches wait for the encoder, which bounds memory and lets backpressure reach the source.
+ * as soon as they are encoded (core/release-buffers.ts) instead of leaving them to its garbage collector; its replies
+ * come back transferred too, and are the runtime's to free once written (core/owned-bytes.ts). At most `IN_FLIGHT`
+ * of a part's batches wait for the encoder, which bounds memory and lets backpressure reach the source.
  */
 const WORKER_URL = new URL("./encoder-worker.js", import.meta.url)
 const IN_FLIGHT = 1
@@ -114,7 +116,10 @@ export const makeEncoderThread = (init: EncoderInit, scope: Scope.Scope): Thread
         waiting--
         if (reply._tag === "Failed") {
           failure ??= new FormatError({ format: init.format, message: reply.message, ...(reply.hint ? { hint: reply.hint } : {}) })
-        } else out.push(...reply.chunks)
+        } else {
+          handOver(reply.chunks)
+          out.push(...reply.chunks)
+        }
       }
       // Replies that arrived, then more until at most `limit` requests are waiting.
       const collect = (limit: number) =>

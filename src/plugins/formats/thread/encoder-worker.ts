@@ -9,7 +9,7 @@ import { csvPartOpener } from "../csv/encoder.js"
 import { ndjsonPartOpener } from "../ndjson/encoder.js"
 import { parquetPartOpener } from "../parquet/driver.js"
 import type { EncoderInit, FromEncoder, ToEncoder } from "./protocol.js"
-import { releaseBuffers } from "./release.js"
+import { releaseBuffers } from "../../../core/release-buffers.js"
 import type { ThreadedOpen } from "./encoder-thread.js"
 
 /**

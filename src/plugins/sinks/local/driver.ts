@@ -98,7 +98,7 @@ export const makeLocalDriver = (
       spanPrefix: "LocalSink",
       label: `Local(${config.path})`,
       uri: (key) => (key === undefined ? `file://${root}` : `file://${pathOf(key)}`),
-      capabilities: { markers: true, blockSize: LOCAL_BLOCK_SIZE, concurrency: LOCAL_CONCURRENCY },
+      capabilities: { markers: true, blockSize: LOCAL_BLOCK_SIZE, concurrency: LOCAL_CONCURRENCY, releasesBytes: true },
       usageError: Sink.usageErrors("local", (problem) => ({
         ...problem,
         message: `${problem.operation} ${problem.key}: ${problem.message}`

@@ -112,7 +112,7 @@ export const makeS3Driver = (
       spanPrefix: "S3Sink",
       label: `S3(${config.bucket})`,
       uri: (key) => s3Uri(config.bucket, fullKey(key ?? "")),
-      capabilities: { markers: true, blockSize: config.part_size, concurrency: config.upload_concurrency },
+      capabilities: { markers: true, blockSize: config.part_size, concurrency: config.upload_concurrency, releasesBytes: true },
       usageError: (problem) => usageError({ ...problem, key: fullKey(problem.key) }),
       keyProblem: (key) => keyLengthProblem(key, s3.prefix),
       uploads: {

@@ -5,6 +5,7 @@ import * as Stream from "effect/Stream"
 import type postgres from "postgres"
 import type { BatchSchema } from "../../../core/batch.js"
 import type { SourceError } from "../../../core/errors.js"
+import { handOver } from "../../../core/owned-bytes.js"
 import type { RenderDialect, RenderedChunk, RenderedOrBatches, SourceQuery } from "../../../core/plugin.js"
 import { copyFailure, type CopyOut, copyOut } from "./copy-stream.js"
 import { copyBytes, makeRowFixer, type RowFixer } from "./csv-native-fix.js"
@@ -17,6 +18,11 @@ import { renderForDisplay, renderStatement, stripTerminator } from "./statement.
 
 /** A chunk is handed on at this many bytes, or at `batchSize` rows, whichever comes first. */
 const CHUNK_BYTES = 1024 * 1024
+/**
+ * Chunks are cut from buffers of this size, one after the other: the engine joins adjacent chunks of one buffer
+ * into a sink block without copying them (upload-parts.ts), where a buffer per chunk made it copy every byte.
+ */
+const SLAB_BYTES = 4 * CHUNK_BYTES
 /** Chunks waiting for the consumer before the COPY is paused (backpressure through the socket). */
 const MAX_PENDING = 2
 const LF = 0x0a
@@ -48,7 +54,9 @@ const copyChunks = (
 ): Effect.Effect<Stream.Stream<RenderedChunk, SourceError>, SourceError, Scope.Scope> =>
   Effect.gen(function* () {
     const maxRows = Math.max(1, batchSize)
-    let buffer = Buffer.allocUnsafe(CHUNK_BYTES)
+    let buffer = Buffer.allocUnsafe(SLAB_BYTES)
+    // The current chunk is buffer[start, used).
+    let start = 0
     let used = 0
     let rows = 0
     const pending: Array<RenderedChunk> = []
@@ -59,27 +67,32 @@ const copyChunks = (
 
     const flush = () => {
       if (rows === 0) return
-      pending.push({ bytes: buffer.subarray(0, used), rows })
-      buffer = Buffer.allocUnsafe(CHUNK_BYTES)
-      used = 0
+      pending.push({ bytes: buffer.subarray(start, used), rows })
+      start = used
       rows = 0
       if (pending.length >= MAX_PENDING) copy?.pause()
       wake?.()
     }
 
+    // No more chunks are cut from this buffer: the runtime may free it once it has written them all.
+    const retire = () => handOver([buffer.subarray(0, used)])
+
     const growth = fixer?.maxGrowth ?? 0
-    const onChunk = (bytes: Uint8Array, start: number, end: number) => {
-      if (end <= start || bytes[end - 1] !== LF) {
+    const onChunk = (bytes: Uint8Array, from: number, end: number) => {
+      if (end <= from || bytes[end - 1] !== LF) {
         throw new Error("a CopyData message of COPY … (FORMAT csv) did not end with a row")
       }
-      const room = end - start + growth
+      const room = end - from + growth
       if (used + room > buffer.length) {
-        if (rows > 0) flush()
-        if (room > buffer.length) buffer = Buffer.allocUnsafe(room)
+        flush()
+        retire()
+        buffer = Buffer.allocUnsafe(Math.max(SLAB_BYTES, room))
+        start = 0
+        used = 0
       }
-      used = (fixer?.write ?? copyBytes)(bytes, start, end, buffer, used)
+      used = (fixer?.write ?? copyBytes)(bytes, from, end, buffer, used)
       rows++
-      if (rows >= maxRows || used >= CHUNK_BYTES) flush()
+      if (rows >= maxRows || used - start >= CHUNK_BYTES) flush()
     }
 
     yield* attemptOn(connection, context, "configuring the session", () =>
@@ -91,6 +104,7 @@ const copyChunks = (
     running.done.then(
       () => {
         flush()
+        retire()
         ended = true
         wake?.()
       },

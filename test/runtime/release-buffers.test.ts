@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { releaseBuffers } from "../../../src/plugins/formats/thread/release.js"
+import { releaseBuffers } from "../../src/core/release-buffers.js"
 
 describe("releaseBuffers", () => {
   it("frees the buffers at once: they are detached and no longer count as this thread's memory", () => {
