@@ -188,4 +188,13 @@ exports:
     expect(chunks.length).toBeGreaterThan(0)
     for (const [buffer, bytes] of bytesPerBuffer(chunks)) expect(ownedBytes(buffer)).toBe(bytes)
   })
+
+  it("the export's first part, when it ends within its first batch, is encoded on the reading thread: no thread is started", async () => {
+    const single = await encodeNdjson(1)
+    // Bytes the thread did not send are nobody's to free.
+    for (const buffer of bytesPerBuffer(single).keys()) expect(ownedBytes(buffer)).toBeUndefined()
+    const text = new TextDecoder().decode(Buffer.concat(single))
+    expect(text.split("\n")).toHaveLength(BATCH_ROWS + 1)
+    expect(text.startsWith('{"id":0}\n{"id":1}\n')).toBe(true)
+  })
 })

@@ -19,7 +19,9 @@ export const makeCsvDriver = (
   env: Readonly<Record<string, string | undefined>> = {}
 ): Effect.Effect<FormatDriverShape, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const open = encoderThreadWanted(env) ? makeEncoderThread({ format: "csv", config }, yield* Effect.scope) : csvPartOpener
+    const open = encoderThreadWanted(env)
+      ? makeEncoderThread({ format: "csv", config }, yield* Effect.scope, Effect.succeed(csvPartOpener))
+      : csvPartOpener
     return {
       extension: config.compression === "gzip" ? "csv.gz" : "csv",
       contentType: "text/csv; charset=utf-8",

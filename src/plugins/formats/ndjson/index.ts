@@ -19,7 +19,7 @@ export const makeNdjsonDriver = (
 ): Effect.Effect<FormatDriverShape, never, Scope.Scope> =>
   Effect.gen(function* () {
     const open = encoderThreadWanted(env)
-      ? makeEncoderThread({ format: "ndjson", config }, yield* Effect.scope)
+      ? makeEncoderThread({ format: "ndjson", config }, yield* Effect.scope, Effect.succeed(ndjsonPartOpener))
       : ndjsonPartOpener
     return {
       extension: config.compression === "gzip" ? "ndjson.gz" : "ndjson",

@@ -23,10 +23,10 @@ const validate = Effect.fn("ParquetFormat.validate")(function* (schema: BatchSch
 })
 
 /**
- * Opens Parquet parts on the calling thread (the encoder thread's way, and the fallback without one). The writer and
- * its compressors load here, on first use: a reading thread that hands its parts to the encoder thread never loads
- * them (apache-arrow, for the footer's Arrow schema, alone costs ~20 MB). `release` gets each batch once its rows
- * are encoded (see `EncoderSettings`).
+ * Opens Parquet parts on the calling thread (the encoder thread's way, the fallback without one, and an export's first
+ * part when it ends within its first batch). The writer and its compressors load here, on first use: a reading thread
+ * whose parts all go to the encoder thread never loads them (apache-arrow, for the footer's Arrow schema, alone costs
+ * ~20 MB). `release` gets each batch once its rows are encoded (see `EncoderSettings`).
  */
 export const parquetPartOpener = (
   config: ParquetConfig,
@@ -55,9 +55,9 @@ export const makeParquetDriver = (
   env: Readonly<Record<string, string | undefined>> = {}
 ): Effect.Effect<FormatDriverShape, FormatError, Scope.Scope> =>
   Effect.gen(function* () {
-    // With a thread, the codec is loaded there (a failure to load it fails the first part).
+    // With a thread, the codec is loaded there, or here for a part encoded here (a failure to load it fails that part).
     const open = encoderThreadWanted(env)
-      ? makeEncoderThread({ format: "parquet", config }, yield* Effect.scope)
+      ? makeEncoderThread({ format: "parquet", config }, yield* Effect.scope, parquetPartOpener(config))
       : yield* parquetPartOpener(config)
     return {
       extension: "parquet",

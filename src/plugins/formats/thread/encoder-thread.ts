@@ -84,10 +84,62 @@ const stoppedReply = (format: string, part: number, reason: string): FromEncoder
 export type ThreadedOpen = (schema: BatchSchema, info: PartInfo | undefined) => Effect.Effect<PartEncoder, FormatError>
 
 /**
- * The export's encoder thread, started when its first part opens and stopped when the export's scope closes (a run
- * that fails or is interrupted included). A thread that stopped is replaced by the next part.
+ * Opens the export's parts on its encoder thread, which starts when a part reaches its second batch (or when a
+ * later part opens) and stops when the export's scope closes (a run that fails or is interrupted included). The
+ * export's first part keeps its first batch back: a part that ends there is encoded on this thread with `local`, and
+ * no thread is started — starting one (a V8 isolate and the encoder's modules) costs ~0.3 CPU-s, more than a small
+ * export spends encoding. A thread that stopped is replaced by the next part.
  */
-export const makeEncoderThread = (init: EncoderInit, scope: Scope.Scope): ThreadedOpen => {
+export const makeEncoderThread = (
+  init: EncoderInit,
+  scope: Scope.Scope,
+  local: Effect.Effect<ThreadedOpen, FormatError>
+): ThreadedOpen => {
+  const threaded = onThread(init, scope)
+  let first = true
+  return (schema, info) => {
+    if (!first) return threaded(schema, info)
+    first = false
+    return Effect.succeed(firstBatchHeld(threaded(schema, info), Effect.flatMap(local, (open) => open(schema, info))))
+  }
+}
+
+/** A part that holds its first batch until it knows whether the part ends there (`local`) or goes on (`threaded`). */
+const firstBatchHeld = (
+  threaded: Effect.Effect<PartEncoder, FormatError>,
+  local: Effect.Effect<PartEncoder, FormatError>
+): PartEncoder => {
+  let held: Batch | undefined
+  let target: PartEncoder | undefined
+  const handOff = (encoder: PartEncoder, batches: ReadonlyArray<Batch>) =>
+    Effect.gen(function* () {
+      target = encoder
+      held = undefined
+      const out: Array<Uint8Array> = []
+      for (const batch of batches) out.push(...(yield* encoder.write(batch)))
+      return out
+    })
+  return {
+    write: (batch) =>
+      Effect.gen(function* () {
+        if (target !== undefined) return yield* target.write(batch)
+        if (held === undefined) {
+          held = batch
+          return []
+        }
+        return yield* handOff(yield* threaded, [held, batch])
+      }),
+    finish: Effect.gen(function* () {
+      if (target !== undefined) return yield* target.finish
+      const encoder = yield* local
+      const written = yield* handOff(encoder, held === undefined ? [] : [held])
+      return [...written, ...(yield* encoder.finish)]
+    })
+  }
+}
+
+/** Opens parts on the export's encoder thread, started when a part first needs it. */
+const onThread = (init: EncoderInit, scope: Scope.Scope): ThreadedOpen => {
   let current: EncoderThread | undefined
   const thread = Effect.suspend(() =>
     current !== undefined && current.stopped === undefined
