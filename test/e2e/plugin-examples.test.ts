@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -8,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { exportToMap } from "../../examples/custom-sink.js"
 import { exportOrdersToArrow } from "../../examples/transform-to-arrow.js"
 import { testPgUrl } from "../support/pg.js"
+import { runProcess } from "../support/process.js"
 
 /** Runs the programmatic examples (they import "rivet": `npm run build` first) against a real table. */
 
@@ -57,10 +57,8 @@ describe("examples/custom-sink.ts", () => {
 })
 
 describe("examples/transform-to-arrow.ts", () => {
-  beforeAll(() => {
-    const prepared = spawnSync(process.execPath, [path.join(ROOT, "scripts/test-plugins.mjs"), "--prepare", PLUGIN_DIR], {
-      encoding: "utf8"
-    })
+  beforeAll(async () => {
+    const prepared = await runProcess(process.execPath, [path.join(ROOT, "scripts/test-plugins.mjs"), "--prepare", PLUGIN_DIR])
     expect(prepared.status, prepared.stderr).toBe(0)
   }, 600_000)
 

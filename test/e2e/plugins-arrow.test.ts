@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -6,6 +5,7 @@ import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runCli, writeConfig } from "../support/cli.js"
 import { testPgUrl } from "../support/pg.js"
+import { runProcess } from "../support/process.js"
 
 /**
  * Acceptance for issue #6: a config with `plugins:` loads the Arrow format package from a path relative to the
@@ -41,9 +41,7 @@ const dirs: Array<string> = []
 
 beforeAll(async () => {
   // Installs the plugin's own dependencies (when missing) and builds it, as `npm run test:plugins` does.
-  const prepared = spawnSync(process.execPath, [path.join(ROOT, "scripts/test-plugins.mjs"), "--prepare", PLUGIN_DIR], {
-    encoding: "utf8"
-  })
+  const prepared = await runProcess(process.execPath, [path.join(ROOT, "scripts/test-plugins.mjs"), "--prepare", PLUGIN_DIR])
   expect(prepared.status, prepared.stderr).toBe(0)
   arrow = (await import(pathToFileURL(path.join(PLUGIN_DIR, "node_modules/apache-arrow/Arrow.node.mjs")).href)) as ArrowModule
 
