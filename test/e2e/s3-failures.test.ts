@@ -1,7 +1,10 @@
 import { createHash } from "node:crypto"
+import postgres from "postgres"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import type { S3TestServer } from "../support/s3/server.js"
+import { testPgUrl } from "../support/pg.js"
+import type { LoggedRequest, S3TestServer } from "../support/s3/server.js"
 import {
+  actWhen,
   configFile,
   countOf,
   expectCommitted,
@@ -31,6 +34,9 @@ afterAll(() => server?.stop())
 /** ~11 MB of CSV: three 5MiB blocks, so a multipart upload. */
 const MEDIUM_ROWS = 150_000
 const MEDIUM_QUERY = `SELECT i AS id, md5(i::text) AS h1, md5((i * 7)::text) AS h2 FROM generate_series(1, ${MEDIUM_ROWS}) AS i`
+
+/** The advisory lock key that holds back the failing row of the abort-retry test. */
+const ABORT_LOCK = 7_314_001
 
 const csvExport = (prefix: string, query: string, extra: Readonly<Record<string, unknown>> = {}) =>
   configFile([
@@ -132,10 +138,21 @@ describe("rivet run → s3: retries and failures", () => {
 
   it("an abort that fails with a transient error is retried, so no multipart upload is left behind", async () => {
     server.faults.add({ operation: "AbortMultipartUpload", respond: { status: 503 }, times: 1 })
-    // Fails at row 140 000 of ~11 MB of CSV: the multipart upload has begun by then (its first 5 MiB block may be
-    // in flight: a failing unit interrupts its writes rather than waiting for them).
-    const query = `SELECT i AS id, md5(i::text) AS h1, md5((i * 7)::text) AS h2, 1 / (140000 - i) AS boom FROM generate_series(1, ${MEDIUM_ROWS}) AS i`
-    const run = await runLogged(server, ["run", "-c", csvExport("fail/abort-retry/", query)], env)
+    // Row 140 000 of ~11 MB of CSV waits for an advisory lock that this test holds until the multipart upload has
+    // begun, then divides by zero. Without the wait, a loaded machine could deliver the error while
+    // CreateMultipartUpload is still in flight (a failing unit interrupts its writes rather than waiting for them).
+    const sql = postgres(testPgUrl(), { max: 1, onnotice: () => {} })
+    const lock = await sql.reserve()
+    await lock`SELECT pg_advisory_lock(${ABORT_LOCK})`
+    const query = `SELECT i AS id, md5(i::text) AS h1, md5((i * 7)::text) AS h2, 1 / CASE WHEN i < 140000 THEN 1 ELSE (SELECT 0 FROM pg_advisory_lock_shared(${ABORT_LOCK})) END AS boom FROM generate_series(1, ${MEDIUM_ROWS}) AS i`
+    const began = (requests: ReadonlyArray<LoggedRequest>) => countOf(requests, "CreateMultipartUpload", 200) === 1
+    const run = await actWhen(server, ["run", "-c", csvExport("fail/abort-retry/", query)], env, began, () =>
+      lock`SELECT pg_advisory_unlock(${ABORT_LOCK})`
+    ).finally(() => {
+      lock.release()
+      return sql.end()
+    })
+    expect(run.acted).toBe(true)
     expect(run.code).toBe(1)
     expect(run.stderr).toContain("division by zero")
     expect(countOf(run.requests, "CreateMultipartUpload", 200)).toBe(1)

@@ -1,5 +1,5 @@
 import { S3Client } from "@aws-sdk/client-s3"
-import { spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -98,16 +98,17 @@ export const runLogged = async (
 const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 
 /**
- * Runs the built CLI and sends it SIGINT as soon as `ready` holds for the requests it has made so far (polled).
- * `interrupted` is false when the process ended before that.
+ * Runs the built CLI and calls `act` once, as soon as `ready` holds for the requests it has made so far (polled).
+ * `acted` is false when the process ended before that.
  */
-export const interruptWhen = (
+export const actWhen = (
   server: S3TestServer,
   args: ReadonlyArray<string>,
   env: Record<string, string>,
-  ready: (requests: ReadonlyArray<LoggedRequest>) => boolean
+  ready: (requests: ReadonlyArray<LoggedRequest>) => boolean,
+  act: (child: ChildProcess) => unknown
 ) =>
-  new Promise<S3CliRun & { readonly interrupted: boolean }>((resolve, reject) => {
+  new Promise<S3CliRun & { readonly acted: boolean }>((resolve, reject) => {
     const before = server.requests().length
     const child = spawn(process.execPath, [BIN, ...args], {
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...env },
@@ -115,13 +116,13 @@ export const interruptWhen = (
     })
     let stdout = ""
     let stderr = ""
-    let interrupted = false
+    let acted = false
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
     const poll = setInterval(() => {
-      if (interrupted || !ready(server.requests().slice(before))) return
-      interrupted = true
-      child.kill("SIGINT")
+      if (acted || !ready(server.requests().slice(before))) return
+      acted = true
+      Promise.resolve(act(child)).catch(reject)
     }, 20)
     child.on("error", (error) => {
       clearInterval(poll)
@@ -129,9 +130,20 @@ export const interruptWhen = (
     })
     child.on("close", (code) => {
       clearInterval(poll)
-      resolve({ code, stdout, stderr, interrupted, requests: server.requests().slice(before) })
+      resolve({ code, stdout, stderr, acted, requests: server.requests().slice(before) })
     })
   })
+
+/** Runs the built CLI and sends it SIGINT as soon as `ready` holds; `interrupted` is false when it ended before. */
+export const interruptWhen = async (
+  server: S3TestServer,
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  ready: (requests: ReadonlyArray<LoggedRequest>) => boolean
+) => {
+  const { acted, ...run } = await actWhen(server, args, env, ready, (child) => child.kill("SIGINT"))
+  return { ...run, interrupted: acted }
+}
 
 /** How many logged requests were `operation` (with `status`, when given). */
 export const countOf = (requests: ReadonlyArray<LoggedRequest>, operation: string, status?: number): number =>
