@@ -11,9 +11,14 @@ export interface CliResult {
   readonly stderr: string
 }
 
+export interface TimedCliResult extends CliResult {
+  /** From the last byte written to stdout or stderr to the exit: what the process did after its last word. */
+  readonly msAfterOutput: number
+}
+
 /** Runs the built CLI (`bin/rivet.js`, after `npm run build`) as a user would. */
 export const runCli = (args: ReadonlyArray<string>, options: { env?: Record<string, string>; cwd?: string } = {}) =>
-  new Promise<CliResult>((resolve, reject) => {
+  new Promise<TimedCliResult>((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? process.cwd(),
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...options.env },
@@ -21,10 +26,17 @@ export const runCli = (args: ReadonlyArray<string>, options: { env?: Record<stri
     })
     let stdout = ""
     let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    let lastOutput = Date.now()
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8")
+      lastOutput = Date.now()
+    })
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8")
+      lastOutput = Date.now()
+    })
     child.on("error", reject)
-    child.on("close", (code) => resolve({ code, stdout, stderr }))
+    child.on("close", (code) => resolve({ code, stdout, stderr, msAfterOutput: Date.now() - lastOutput }))
   })
 
 /** Whether util-linux `script` is there to run a command in a pseudo-terminal. */
