@@ -57,9 +57,9 @@ describe("crash soak (CLI)", () => {
       unexpectedExits: 0
     })
     expect(tally.trials).toBe(TRIALS)
-    // A soak whose kills all came too late proves nothing. About 2.3 kills land per trial; the bound is loose so a
-    // slow or fast moment of a shared machine cannot fail it, a calibration that aims past every run does.
-    expect(tally.killsDelivered, `seed ${SEED}`).toBeGreaterThanOrEqual(TRIALS)
+    // A soak whose kills all came too late proves nothing. The first kill of a trial is aimed early in a full run and
+    // lands nearly always; how many resumes are killed depends on the drawn schedule, so only the trials are counted.
+    expect(tally.trialsKilled, `seed ${SEED}`).toBeGreaterThanOrEqual(Math.ceil(TRIALS / 2))
   }, 30_000 + TRIALS * 40_000)
 })
 

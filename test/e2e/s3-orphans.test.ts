@@ -141,10 +141,10 @@ describe("rivet run → s3: no orphan multipart uploads", () => {
     expect(await openUploads(prefix)).toEqual([])
   })
 
-  it("SIGTERM while CreateMultipartUpload is in flight (chunked, parallel 3), 10 times: no open upload, exit 143 or 130", async () => {
+  it("SIGTERM while CreateMultipartUpload is in flight (chunked, parallel 3), 6 times: no open upload, exit 143 or 130", async () => {
     // Three chunks of ~8 MB of CSV each: every chunk begins a multipart upload, whose response the front end holds.
     const query = `SELECT i AS id, repeat(md5(i::text), 8) AS h FROM generate_series(1, 90000) AS i`
-    for (let round = 0; round < 10; round++) {
+    for (let round = 0; round < 6; round++) {
       const prefix = `sigterm-create/${round}/`
       server.faults.clear()
       server.faults.add({ operation: "CreateMultipartUpload", respond: { delayResponseMs: 60_000 } })

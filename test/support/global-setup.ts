@@ -71,15 +71,32 @@ const startEmbeddedForTests = async () => {
  * compiled for another Node.
  */
 export default async function setup(project: TestProject) {
+  const first = shared.rivetTestServices === undefined
+  shared.rivetTestServices ??= findServices()
+  const services = await shared.rivetTestServices
+  project.provide("pgUrl", services.pgUrl)
+  project.provide("mysqlUrl", services.mysqlUrl)
+  return first ? services.teardown : undefined
+}
+
+interface TestServices {
+  readonly pgUrl: string
+  readonly mysqlUrl: string
+  readonly teardown: () => Promise<void>
+}
+
+/** The root config and each of its projects run this setup in the one vitest process: they share what the first found. */
+const shared = globalThis as typeof globalThis & { rivetTestServices?: Promise<TestServices> }
+
+const findServices = async (): Promise<TestServices> => {
   const found = await findPostgres()
-  project.provide("pgUrl", found.url)
-  project.provide("mysqlUrl", await findMysql())
-  if (process.env["RIVET_TEST_STATE"] !== "postgres") return found.teardown
-  const dropState = await keepStateIn(found.url)
-  return async () => {
-    await dropState()
+  const mysqlUrl = await findMysql()
+  const dropState = process.env["RIVET_TEST_STATE"] === "postgres" ? await keepStateIn(found.url) : undefined
+  const teardown = async () => {
+    await dropState?.()
     await found.teardown?.()
   }
+  return { pgUrl: found.url, mysqlUrl, teardown }
 }
 
 /** Points RIVET_STATE_URL at a schema of its own for this test run; returns what drops it again. */
