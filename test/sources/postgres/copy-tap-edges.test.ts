@@ -191,8 +191,8 @@ describe("copy-tap edges", () => {
     expect((await pool`SELECT 1 AS one`)[0]?.one).toBe(1)
   })
 
-  it("statement_timeout, or closing the scope, while read off the socket: the connection runs the next statement", { timeout: 15000 }, async () => {
-    const timedOut = await Effect.runPromise(
+  it("statement_timeout, or closing the scope, while read off the socket: the connection runs the next statement", { timeout: 20000 }, async () => {
+    const timeOut = () => Effect.runPromise(
       Effect.scoped(
         Effect.gen(function* () {
           const sql = yield* openSession(pool, { ...settings, statementTimeoutMs: 1000 }, context)
@@ -207,8 +207,15 @@ describe("copy-tap edges", () => {
         })
       )
     )
-    expect(timedOut).toEqual({ failure: "57014", direct: true })
-    expect((await pool`SELECT 2 AS two`)[0]?.two).toBe(2)
+    // On a loaded machine the tap may not have taken over within the statement's second: such a try says nothing
+    // about the state the test is about, so it is made again (the connection must run the next statement either way).
+    const tries: Array<{ failure: string | undefined; direct: boolean }> = []
+    while (tries.length < 4 && !tries.at(-1)?.direct) {
+      tries.push(await timeOut())
+      expect((await pool`SELECT 2 AS two`)[0]?.two).toBe(2)
+    }
+    expect(tries.map((t) => t.failure)).toEqual(tries.map(() => "57014"))
+    expect(tries.at(-1)?.direct).toBe(true)
 
     let payloads = 0
     await Effect.runPromise(
