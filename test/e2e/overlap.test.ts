@@ -19,13 +19,24 @@ import { idsOf, snapshot } from "./crash-support.js"
 const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 const HOLD_PRELOAD = pathToFileURL(path.resolve(import.meta.dirname, "../fixtures/hold-rename-preload.mjs")).href
 
-/** The environment that makes the CLI hold the rename of `name` (before or after it) for `ms`. */
-const holdEnv = (ms: number, name = "_SUCCESS", when: "before" | "after" = "before") => ({
-  NODE_OPTIONS: `--import=${HOLD_PRELOAD}`,
-  RIVET_TEST_HOLD_MS: String(ms),
-  RIVET_TEST_HOLD_NAME: name,
-  RIVET_TEST_HOLD_WHEN: when
-})
+/**
+ * The environment that makes the CLI hold the rename of `name` (before or after it) until the test calls `release`,
+ * however long the test takes to do its part meanwhile.
+ */
+const holdRename = (name = "_SUCCESS", when: "before" | "after" = "before") => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-hold-"))
+  dirs.push(dir)
+  const releaseFile = path.join(dir, "release")
+  return {
+    env: {
+      NODE_OPTIONS: `--import=${HOLD_PRELOAD}`,
+      RIVET_TEST_HOLD_UNTIL: releaseFile,
+      RIVET_TEST_HOLD_NAME: name,
+      RIVET_TEST_HOLD_WHEN: when
+    },
+    release: () => fs.writeFileSync(releaseFile, "")
+  }
+}
 const TABLE = "overlap_src"
 
 let sql: postgres.Sql
@@ -221,11 +232,13 @@ describe("overlapping runs of one export (local)", () => {
     await resetTable(20_000)
     const config = configWith("overlap_slow_success", "mode: incremental, cursor_column: id")
     const out = path.join(path.dirname(config), "out")
-    const b = start(["run", "-c", config], holdEnv(4_000))
+    const hold = holdRename()
+    const b = start(["run", "-c", config], hold.env)
     try {
       await waitFor(b, "its _SUCCESS", () => b.stderr().includes("hold-rename-preload: holding _SUCCESS before"))
       await insertRows(20_001, 21_000)
       const a = await runCli(["run", "-c", config])
+      hold.release()
       expect(a.code, a.stderr).toBe(2)
       expect(a.stderr).toContain("export 'overlap_slow_success' is being run by run 'overlap_slow_success_")
       expect(await b.exited, b.stderr()).toBe(0)
@@ -307,7 +320,8 @@ describe("overlapping runs of one export (local)", () => {
     await resetTable(20_000)
     const config = configWith("overlap_locked_state", "mode: incremental, cursor_column: id")
     const stateFile = path.join(path.dirname(config), ".rivet_state.db")
-    const b = start(["run", "-c", config], holdEnv(300))
+    const hold = holdRename()
+    const b = start(["run", "-c", config], hold.env)
     let lock: Database.Database | undefined
     try {
       // Right before _SUCCESS: the next state write is the run's final one (finishRun). Held for 12 s, as in the
@@ -315,6 +329,7 @@ describe("overlapping runs of one export (local)", () => {
       await waitFor(b, "its _SUCCESS", () => b.stderr().includes("hold-rename-preload: holding _SUCCESS before"))
       lock = new Database(stateFile, { timeout: 10_000 })
       lock.exec("BEGIN EXCLUSIVE")
+      hold.release()
       await sleep(12_000)
       expect(b.done()).toBe(false)
       lock.exec("COMMIT")
@@ -333,11 +348,13 @@ describe("overlapping runs of one export (local)", () => {
     await resetTable(5_000)
     const config = configWith("overlap_foreign_manifest", "mode: incremental, cursor_column: id")
     const out = path.join(path.dirname(config), "out")
-    const b = start(["run", "-c", config], holdEnv(1_500, "manifest.json", "after"))
+    const hold = holdRename("manifest.json", "after")
+    const b = start(["run", "-c", config], hold.env)
     try {
       await waitFor(b, "its manifest", () => b.stderr().includes("hold-rename-preload: holding manifest.json after"))
       const foreign = `${JSON.stringify({ manifest_version: 1, run_id: "someone_else", parts: [] }, null, 2)}\n`
       fs.writeFileSync(path.join(out, "manifest.json"), foreign)
+      hold.release()
       expect(await b.exited, b.stderr()).toBe(3)
       expect(b.stderr()).toContain("manifest.json at ")
       expect(b.stderr()).toContain("is no longer the one run 'overlap_foreign_manifest_")
@@ -356,7 +373,8 @@ describe("overlapping runs of one export (local)", () => {
     await resetTable(5_000)
     const config = configWith("overlap_state_gone", "mode: incremental, cursor_column: id")
     const out = path.join(path.dirname(config), "out")
-    const b = start(["run", "-c", config], holdEnv(1_000))
+    const hold = holdRename()
+    const b = start(["run", "-c", config], hold.env)
     try {
       await waitFor(b, "its _SUCCESS", () => b.stderr().includes("hold-rename-preload: holding _SUCCESS before"))
       // A state that is broken for good, not locked for a while: the run journal's table is gone.
@@ -366,6 +384,7 @@ describe("overlapping runs of one export (local)", () => {
       } finally {
         db.close()
       }
+      hold.release()
       expect(await b.exited, b.stderr()).toBe(2)
       const stderr = b.stderr()
       expect(stderr).toMatch(/run 'overlap_state_gone_[^']+' is published \(manifest\.json and _SUCCESS written at [^)]+\) but its state was not updated: /)
