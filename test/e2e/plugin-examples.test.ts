@@ -59,7 +59,7 @@ describe("examples/custom-sink.ts", () => {
 describe("examples/transform-to-arrow.ts", () => {
   beforeAll(async () => {
     const prepared = await runProcess(process.execPath, [path.join(ROOT, "scripts/test-plugins.mjs"), "--prepare", PLUGIN_DIR])
-    expect(prepared.status, prepared.stderr).toBe(0)
+    expect(prepared.code, prepared.stderr).toBe(0)
   }, 600_000)
 
   it("drops cancelled orders and adds exact computed columns, written as Arrow", async () => {

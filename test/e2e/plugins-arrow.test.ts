@@ -42,7 +42,7 @@ const dirs: Array<string> = []
 beforeAll(async () => {
   // Installs the plugin's own dependencies (when missing) and builds it, as `npm run test:plugins` does.
   const prepared = await runProcess(process.execPath, [path.join(ROOT, "scripts/test-plugins.mjs"), "--prepare", PLUGIN_DIR])
-  expect(prepared.status, prepared.stderr).toBe(0)
+  expect(prepared.code, prepared.stderr).toBe(0)
   arrow = (await import(pathToFileURL(path.join(PLUGIN_DIR, "node_modules/apache-arrow/Arrow.node.mjs")).href)) as ArrowModule
 
   const sql = postgres(testPgUrl(), { max: 1, onnotice: () => {} })

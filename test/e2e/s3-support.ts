@@ -1,5 +1,5 @@
 import { S3Client } from "@aws-sdk/client-s3"
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -95,44 +95,38 @@ export const runLogged = async (
   return { ...result, requests: server.requests().slice(before) }
 }
 
-const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
-
 /**
  * Runs the built CLI and calls `act` once, as soon as `ready` holds for the requests it has made so far (polled).
  * `acted` is false when the process ended before that.
  */
-export const actWhen = (
+export const actWhen = async (
   server: S3TestServer,
   args: ReadonlyArray<string>,
   env: Record<string, string>,
   ready: (requests: ReadonlyArray<LoggedRequest>) => boolean,
   act: (child: ChildProcess) => unknown
-) =>
-  new Promise<S3CliRun & { readonly acted: boolean }>((resolve, reject) => {
-    const before = server.requests().length
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
+): Promise<S3CliRun & { readonly acted: boolean }> => {
+  const before = server.requests().length
+  let acted = false
+  let poll: NodeJS.Timeout | undefined
+  let failure: unknown
+  try {
+    const result = await runCli(args, {
+      env,
+      onStart: (child) => {
+        poll = setInterval(() => {
+          if (acted || !ready(server.requests().slice(before))) return
+          acted = true
+          Promise.resolve(act(child)).catch((error: unknown) => (failure ??= error))
+        }, 20)
+      }
     })
-    let stdout = ""
-    let stderr = ""
-    let acted = false
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-    const poll = setInterval(() => {
-      if (acted || !ready(server.requests().slice(before))) return
-      acted = true
-      Promise.resolve(act(child)).catch(reject)
-    }, 20)
-    child.on("error", (error) => {
-      clearInterval(poll)
-      reject(error)
-    })
-    child.on("close", (code) => {
-      clearInterval(poll)
-      resolve({ code, stdout, stderr, acted, requests: server.requests().slice(before) })
-    })
-  })
+    if (failure !== undefined) throw failure
+    return { ...result, acted, requests: server.requests().slice(before) }
+  } finally {
+    clearInterval(poll)
+  }
+}
 
 /** Runs the built CLI and sends it SIGINT as soon as `ready` holds; `interrupted` is false when it ended before. */
 export const interruptWhen = async (

@@ -2,41 +2,23 @@ import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { type ProcessOptions, type ProcessResult, runProcess } from "./process.js"
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 
-export interface CliResult {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-export interface TimedCliResult extends CliResult {
-  /** From the last byte written to stdout or stderr to the exit: what the process did after its last word. */
-  readonly msAfterOutput: number
-}
+/** What most tests look at of a CLI run. */
+export type CliResult = Pick<ProcessResult, "code" | "stdout" | "stderr">
+export type TimedCliResult = ProcessResult
 
 /** Runs the built CLI (`bin/rivet.js`, after `npm run build`) as a user would. */
-export const runCli = (args: ReadonlyArray<string>, options: { env?: Record<string, string>; cwd?: string } = {}) =>
-  new Promise<TimedCliResult>((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: options.cwd ?? process.cwd(),
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...options.env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    let lastOutput = Date.now()
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString("utf8")
-      lastOutput = Date.now()
-    })
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString("utf8")
-      lastOutput = Date.now()
-    })
-    child.on("error", reject)
-    child.on("close", (code) => resolve({ code, stdout, stderr, msAfterOutput: Date.now() - lastOutput }))
+export const runCli = (
+  args: ReadonlyArray<string>,
+  options: { env?: Record<string, string>; cwd?: string; onStart?: ProcessOptions["onStart"] } = {}
+) =>
+  runProcess(process.execPath, [BIN, ...args], {
+    cwd: options.cwd ?? process.cwd(),
+    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...options.env },
+    ...(options.onStart && { onStart: options.onStart })
   })
 
 /** Whether util-linux `script` is there to run a command in a pseudo-terminal. */

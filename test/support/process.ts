@@ -1,11 +1,21 @@
-import { spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 
 export interface ProcessResult {
-  readonly status: number
+  /** The exit code, or null when a signal ended the process. */
+  readonly code: number | null
   readonly stdout: string
   readonly stderr: string
   /** stdout and stderr interleaved as they arrived. */
   readonly output: string
+  /** From the last byte written to stdout or stderr to the exit: what the process did after its last word. */
+  readonly msAfterOutput: number
+}
+
+export interface ProcessOptions {
+  readonly cwd?: string
+  readonly env?: NodeJS.ProcessEnv
+  /** Called once the process is spawned, e.g. to signal it when the test is ready. */
+  readonly onStart?: (child: ChildProcess) => void
 }
 
 /**
@@ -13,24 +23,24 @@ export interface ProcessResult {
  * minute (an `npm install` on a slow machine) cannot answer the test runner's messages in time, and the runner then
  * fails the whole run with a timeout error although every test passed.
  */
-export const runProcess = (
-  command: string,
-  args: ReadonlyArray<string>,
-  options: { readonly cwd?: string; readonly env?: NodeJS.ProcessEnv } = {}
-) =>
+export const runProcess = (command: string, args: ReadonlyArray<string>, options: ProcessOptions = {}) =>
   new Promise<ProcessResult>((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""
     let stderr = ""
     let output = ""
+    let lastOutput = Date.now()
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString("utf8")
       output += chunk.toString("utf8")
+      lastOutput = Date.now()
     })
     child.stderr.on("data", (chunk: Buffer) => {
       stderr += chunk.toString("utf8")
       output += chunk.toString("utf8")
+      lastOutput = Date.now()
     })
     child.on("error", reject)
-    child.on("close", (status) => resolve({ status: status ?? -1, stdout, stderr, output }))
+    child.on("close", (code) => resolve({ code, stdout, stderr, output, msAfterOutput: Date.now() - lastOutput }))
+    options.onStart?.(child)
   })
