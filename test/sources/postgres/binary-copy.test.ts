@@ -46,7 +46,8 @@ const decodeAll = (chunks: ReadonlyArray<Uint8Array>, batchRows = 1000, batchByt
     onBatch: (columns) => batches.push(columns)
   })
   for (const chunk of chunks) decoder.push(chunk)
-  batches.push(decoder.end())
+  const last = decoder.end()
+  if (last.length > 0) batches.push(last)
   return batches.map((columns) => batchToRows(batchFromColumns(schema, columns))).flat()
 }
 
@@ -98,7 +99,7 @@ describe("binary COPY decoder", () => {
         onBatch: (columns) => counts.push(columns[0]!.length)
       })
       for (const chunk of pieces) decoder.push(chunk)
-      counts.push(decoder.end()[0]!.length)
+      counts.push(decoder.end()[0]?.length ?? 0)
       return counts
     }
     expect(sizes(30)).toEqual([30, 30, 30, 10])
@@ -114,6 +115,26 @@ describe("binary COPY decoder", () => {
       expect(sizes(30, 10_180, pieces), `pieces of ${size} bytes, cap met exactly`).toEqual(byBytes)
       expect(sizes(30, 10_181, pieces), `pieces of ${size} bytes, cap missed by one`).toEqual([11, 11, 11, 11, 11, 11, 11, 11, 11, 1])
     }
+  })
+
+  it("rows that end on a full batch give no last batch and leave the sinks as the cut reset them, for the next statement", async () => {
+    const chunks = await copyBytes("SELECT 'v' || i, i::int8 FROM generate_series(1, 30) AS i")
+    const calls = { finish: 0, reset: 0 }
+    const counted = (capacity: number) =>
+      plans.map((plan) => {
+        const sink = fieldReader(plan).make(capacity)
+        const { finish, reset } = sink
+        sink.finish = () => (calls.finish++, finish.call(sink))
+        sink.reset = () => (calls.reset++, reset.call(sink))
+        return sink
+      })
+    const sizes: Array<number> = []
+    const decoder = new BinaryCopyDecoder({ sinks: counted, batchRows: 10, onBatch: (columns) => sizes.push(columns[0]!.length) })
+    for (const chunk of chunks) decoder.push(chunk)
+    expect(decoder.end()).toEqual([])
+    expect(sizes).toEqual([10, 10, 10])
+    // Two columns, three cuts: each finished and reset once per batch, never for the empty end.
+    expect(calls).toEqual({ finish: 6, reset: 6 })
   })
 
   it("a stream without the trailer never reads as complete", async () => {

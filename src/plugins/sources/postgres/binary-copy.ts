@@ -95,10 +95,15 @@ export class BinaryCopyDecoder {
     }
   }
 
-  /** The last batch's columns (possibly empty); fails unless the stream ended with the binary trailer. */
+  /**
+   * The last batch's columns, or none when the rows ended with the batch before; fails unless the stream ended with
+   * the binary trailer. Without rows the sinks are left as they are — fresh, sized for a batch — for the next
+   * statement that reuses them (result.ts reads a chunk or page in pieces, each ending this way when its rows fill
+   * whole batches).
+   */
   end(): Array<ColumnData> {
     if (this.phase !== TRAILER || this.carried !== 0) throw new TruncatedCopy()
-    return this.sinks.map((sink) => sink.finish())
+    return this.rows === 0 ? [] : this.sinks.map((sink) => sink.finish())
   }
 
   // Each sink starts the next batch with buffers sized from this one: a batch's buffers are allocated about once.

@@ -129,11 +129,13 @@ export const openCopy = (
   context: ErrorContext
 ): Effect.Effect<Stream.Stream<Batch, SourceError>, SourceError, Scope.Scope> => {
   const readers = plans.map(fieldReader)
-  // One set of sinks for every piece: each piece's first batch starts with buffers sized from the batch before.
+  // One set of sinks for every piece: each piece's first batch starts with buffers sized from the batch before. Sinks
+  // without rows are still fresh (the piece before ended on a full batch, decoder.end()): resetting them again
+  // would allocate a batch's buffers for nothing, sized from no rows.
   let sinks: Array<FieldSink> | undefined
   const reusedSinks = (capacity: number): Array<FieldSink> => {
     if (sinks === undefined) sinks = readers.map((reader) => reader.make(capacity))
-    else for (const sink of sinks) sink.reset()
+    else if (sinks.some((sink) => sink.length > 0)) for (const sink of sinks) sink.reset()
     return sinks
   }
   const open = (piece: SourceQuery) => copyBatches(connection, piece, plans, readers, reusedSinks, schema, context)
