@@ -4,7 +4,7 @@ import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import { DEFAULT_ROW_GROUP_BYTES } from "../../../src/plugins/formats/parquet/config.js"
 import { makeCodec } from "../../../src/plugins/formats/parquet/compressors.js"
-import { makePartEncoder } from "../../../src/plugins/formats/parquet/encoder.js"
+import { makePartEncoder, PartBuffersPool } from "../../../src/plugins/formats/parquet/encoder.js"
 import parquet from "../../../src/plugins/formats/parquet/index.js"
 import { releaseBuffers } from "../../../src/core/release-buffers.js"
 import { type Batch, batchFromColumns, type BatchSchema, makeBatch, type Value } from "../../../src/core/batch.js"
@@ -278,6 +278,44 @@ describe("parquet encoder", () => {
       })
     )
   })
+})
+
+describe("parquet parts sharing working buffers (PartBuffersPool)", () => {
+  const bytesOf = (encoder: ReturnType<typeof makePartEncoder>, batchRows: number) =>
+    Effect.map(encodeAll(encoder, allTypesSchema, rows, [batchRows]), ({ writes, finish }) =>
+      Buffer.from(concat([...writes.flat(), ...finish]))
+    )
+
+  it.effect("the next part takes the buffers the last one gave back, and writes the same bytes as with fresh ones", () =>
+    Effect.gen(function* () {
+      const config = yield* Schema.decodeUnknown(parquet.config)({ row_group_size: 6 }).pipe(Effect.orDie)
+      const settings = { codec: yield* makeCodec(config), rowGroupSize: 6, rowGroupBytes: Number.POSITIVE_INFINITY }
+      const pool = new PartBuffersPool()
+      const first = yield* bytesOf(makePartEncoder(allTypesSchema, { ...settings, buffers: pool }), 4)
+      const kept = pool.take()
+      pool.give(kept)
+      // A part with other batches and row groups, over buffers that hold the first part's bytes.
+      const second = yield* bytesOf(makePartEncoder(allTypesSchema, { ...settings, buffers: pool }), 3)
+      expect(pool.take()).toBe(kept)
+      expect(second.equals(yield* bytesOf(makePartEncoder(allTypesSchema, settings), 3))).toBe(true)
+      expect(first.equals(yield* bytesOf(makePartEncoder(allTypesSchema, settings), 4))).toBe(true)
+      expect(yield* readBack([second])).toEqual(expected)
+    })
+  )
+
+  it.effect("parts open at once each have their own buffers; one set is kept", () =>
+    Effect.gen(function* () {
+      const config = yield* Schema.decodeUnknown(parquet.config)({}).pipe(Effect.orDie)
+      const settings = { codec: yield* makeCodec(config), rowGroupSize: 6, rowGroupBytes: Number.POSITIVE_INFINITY }
+      const pool = new PartBuffersPool()
+      const a = makePartEncoder(allTypesSchema, { ...settings, buffers: pool })
+      const b = makePartEncoder(allTypesSchema, { ...settings, buffers: pool })
+      const [bytesA, bytesB] = [yield* bytesOf(a, 5), yield* bytesOf(b, 5)]
+      expect(bytesA.equals(bytesB)).toBe(true)
+      const kept = pool.take()
+      expect(pool.take()).not.toBe(kept)
+    })
+  )
 })
 
 describe("parquet encoder releasing batches (the encoder thread's way)", () => {

@@ -33,14 +33,15 @@ export const parquetPartOpener = (
   release?: (batch: Batch) => void
 ): Effect.Effect<ThreadedOpen, FormatError> =>
   Effect.gen(function* () {
-    const [{ makeCodec }, { makePartEncoder }] = yield* Effect.promise(() =>
-      Promise.all([import("./compressors.js"), import("./encoder.js")])
-    )
+    const modules = yield* Effect.promise(() => Promise.all([import("./compressors.js"), import("./encoder.js")]))
+    const [{ makeCodec }, { makePartEncoder, PartBuffersPool }] = modules
     const codec = yield* makeCodec(config)
     const limits = rowGroupLimits(config)
+    const buffers = new PartBuffersPool()
     return (schema, part) =>
       Effect.try({
-        try: () => makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes, release }, part),
+        try: () =>
+          makePartEncoder(schema, { codec, rowGroupSize: limits.rows, rowGroupBytes: limits.bytes, release, buffers }, part),
         catch: (cause) =>
           new FormatError({ format: "parquet", message: `could not start a Parquet part: ${describeCause(cause)}` })
       })

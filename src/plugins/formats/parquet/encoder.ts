@@ -23,6 +23,36 @@ export interface EncoderSettings {
    * more (statistics keep copies), so the encoder thread can free them.
    */
   readonly release?: ((batch: Batch) => void) | undefined
+  /** Where a part takes its working buffers from and gives them back when it ends (see `PartBuffersPool`). */
+  readonly buffers?: PartBuffersPool | undefined
+}
+
+/** A part's working buffers: the bytes not yet handed on, and the scratch its pages are assembled in. */
+interface PartBuffers {
+  readonly out: ByteBuffer
+  readonly scratch: PageScratch
+}
+
+/**
+ * Keeps the working buffers of the last part that ended for the next part to open. They grow to a row group's size
+ * over a part (the output buffer to the compressed row group, the page scratch to a page): a fresh set per part
+ * left several MB of ArrayBuffers per part to the garbage collector, and a chunked export writes a part per chunk,
+ * so its encoder thread ran a full collection about once per part. One set is kept, so the memory held between
+ * parts stays that of one part; parts open at once (a partitioned export) take fresh sets beyond it.
+ */
+export class PartBuffersPool {
+  private idle: PartBuffers | undefined
+
+  take(): PartBuffers {
+    const buffers = this.idle ?? { out: new ByteBuffer(1 << 20), scratch: new PageScratch() }
+    this.idle = undefined
+    buffers.out.clear()
+    return buffers
+  }
+
+  give(buffers: PartBuffers): void {
+    this.idle ??= buffers
+  }
 }
 
 const MAGIC = new TextEncoder().encode("PAR1")
@@ -87,9 +117,10 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, 
   const keyValues = footerMetadata(schema, part)
   const elements = parquetSchema(schema)
   const { codec } = settings
-  const scratch = new PageScratch()
+  const buffers = (settings.buffers ?? new PartBuffersPool()).take()
+  const { scratch } = buffers
   // The part's bytes not yet handed on (a row group, or the footer); `written` counts the bytes handed on before.
-  const out = new ByteBuffer(1 << 20)
+  const out = buffers.out
   out.append(MAGIC)
   let written = 0
   const rowGroups: Array<RowGroupMeta> = []
@@ -206,7 +237,10 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, 
         writeFooter()
         state = "finished"
         pending = []
-        return drain()
+        const last = drain()
+        // The output is a copy: the buffers are free for the next part.
+        settings.buffers?.give(buffers)
+        return last
       }),
       "ParquetEncoder.finish"
     )
