@@ -33,6 +33,8 @@ interface PartBuffers {
   readonly scratch: PageScratch
 }
 
+const freshBuffers = (): PartBuffers => ({ out: new ByteBuffer(1 << 20), scratch: new PageScratch() })
+
 /**
  * Keeps the working buffers of the last part that ended for the next part to open. They grow to a row group's size
  * over a part (the output buffer to the compressed row group, the page scratch to a page): a fresh set per part
@@ -44,7 +46,7 @@ export class PartBuffersPool {
   private idle: PartBuffers | undefined
 
   take(): PartBuffers {
-    const buffers = this.idle ?? { out: new ByteBuffer(1 << 20), scratch: new PageScratch() }
+    const buffers = this.idle ?? freshBuffers()
     this.idle = undefined
     buffers.out.clear()
     return buffers
@@ -117,7 +119,7 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, 
   const keyValues = footerMetadata(schema, part)
   const elements = parquetSchema(schema)
   const { codec } = settings
-  const buffers = (settings.buffers ?? new PartBuffersPool()).take()
+  const buffers = settings.buffers?.take() ?? freshBuffers()
   const { scratch } = buffers
   // The part's bytes not yet handed on (a row group, or the footer); `written` counts the bytes handed on before.
   const out = buffers.out
