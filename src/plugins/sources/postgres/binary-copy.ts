@@ -5,9 +5,11 @@ import type { FieldSink } from "./binary-fields.js"
 /**
  * A batch is cut at `batch_size` rows or once its rows' wire bytes reach this many, whichever comes first: wide rows
  * (kilobytes of text or JSON each) would otherwise make a 10 000-row batch hold tens of megabytes. The decoded
- * buffers are about the size of the wire bytes (a field's 4-byte length becomes its offset).
+ * buffers are about the size of the wire bytes (a field's 4-byte length becomes its offset). 4 MiB matches the
+ * default Parquet row group's byte budget; 8 MiB cost 36–67 MB more peak RSS on rows of 1–4 KiB at about the same
+ * speed (docs/benchmarks.md), and rows under ~400 bytes reach `batch_size` first either way.
  */
-export const BATCH_BYTES = 8 * 1024 * 1024
+export const BATCH_BYTES = 4 * 1024 * 1024
 
 const SIGNATURE = [0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00] // PGCOPY\n\377\r\n\0
 
