@@ -10,6 +10,7 @@ import type * as OwnedBytes from "../../src/core/owned-bytes.js"
 import type * as Library from "../../src/index.js"
 import type * as Ndjson from "../../src/plugins/formats/ndjson/index.js"
 import { readRows } from "../formats/parquet/read-back.js"
+import { bytesPerBuffer } from "../support/buffers.js"
 import { runCli, writeConfig } from "../support/cli.js"
 import { testPgUrl } from "../support/pg.js"
 
@@ -80,12 +81,6 @@ const encodeNdjson = (batches: number) => {
       })
     )
   )
-}
-
-const bytesPerBuffer = (chunks: ReadonlyArray<Uint8Array>) => {
-  const perBuffer = new Map<ArrayBufferLike, number>()
-  for (const chunk of chunks) perBuffer.set(chunk.buffer, (perBuffer.get(chunk.buffer) ?? 0) + chunk.byteLength)
-  return perBuffer
 }
 
 const rowsOf = async (out: string, files: ReadonlyArray<string>) => {

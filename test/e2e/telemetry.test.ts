@@ -4,7 +4,8 @@ import * as path from "node:path"
 import { GetObjectCommand, ListObjectsV2Command } from "@aws-sdk/client-s3"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type TimedCliResult, runCli, writeConfig } from "../support/cli.js"
+import { runCli, writeConfig } from "../support/cli.js"
+import type { ProcessResult } from "../support/process.js"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../support/otlp.js"
 import { testPgUrl } from "../support/pg.js"
 import { startS3Server, type S3TestServer } from "../support/s3/server.js"
@@ -58,7 +59,7 @@ const run = async (
   env: Record<string, string>,
   exportKeys: Record<string, unknown> = { table: TABLE, chunk_size: 1000 },
   topKeys: Record<string, unknown> = {}
-): Promise<TimedCliResult & { readonly ms: number }> => {
+): Promise<ProcessResult & { readonly ms: number }> => {
   const file = writeConfig(
     JSON.stringify({
       ...topKeys,

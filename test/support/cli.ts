@@ -8,7 +8,6 @@ const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 
 /** What most tests look at of a CLI run. */
 export type CliResult = Pick<ProcessResult, "code" | "stdout" | "stderr">
-export type TimedCliResult = ProcessResult
 
 /** Runs the built CLI (`bin/rivet.js`, after `npm run build`) as a user would. */
 export const runCli = (

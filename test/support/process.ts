@@ -30,16 +30,14 @@ export const runProcess = (command: string, args: ReadonlyArray<string>, options
     let stderr = ""
     let output = ""
     let lastOutput = Date.now()
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString("utf8")
-      output += chunk.toString("utf8")
+    const received = (append: (text: string) => void) => (chunk: Buffer) => {
+      const text = chunk.toString("utf8")
+      append(text)
+      output += text
       lastOutput = Date.now()
-    })
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString("utf8")
-      output += chunk.toString("utf8")
-      lastOutput = Date.now()
-    })
+    }
+    child.stdout.on("data", received((text) => (stdout += text)))
+    child.stderr.on("data", received((text) => (stderr += text)))
     child.on("error", reject)
     child.on("close", (code) => resolve({ code, stdout, stderr, output, msAfterOutput: Date.now() - lastOutput }))
     options.onStart?.(child)

@@ -312,8 +312,14 @@ describe("parquet parts sharing working buffers (PartBuffersPool)", () => {
       const b = makePartEncoder(allTypesSchema, { ...settings, buffers: pool })
       const [bytesA, bytesB] = [yield* bytesOf(a, 5), yield* bytesOf(b, 5)]
       expect(bytesA.equals(bytesB)).toBe(true)
-      const kept = pool.take()
-      expect(pool.take()).not.toBe(kept)
+      // Two sets given back: the first is kept, the second left to the collector.
+      const [first, second] = [pool.take(), pool.take()]
+      pool.give(first)
+      pool.give(second)
+      expect(pool.take()).toBe(first)
+      const next = pool.take()
+      expect(next).not.toBe(second)
+      expect(next).not.toBe(first)
     })
   )
 })

@@ -11,6 +11,7 @@ import { makeCsvDriver } from "../../../src/plugins/formats/csv/index.js"
 import { ownedBytes } from "../../../src/core/owned-bytes.js"
 import { runExports } from "../../../src/index.js"
 import { type FormatDriverShape, SourceDriver, type SourceQuery } from "../../../src/core/plugin.js"
+import { bytesPerBuffer } from "../../support/buffers.js"
 import { testPgUrl } from "../../support/pg.js"
 import { encodePart } from "../../formats/text-support.js"
 import { adminSql, query, testSource } from "./support.js"
@@ -211,9 +212,7 @@ describe("CSV rendered by PostgreSQL", () => {
       const backToBack = (a: Uint8Array, b: Uint8Array) => a.buffer === b.buffer && a.byteOffset + a.length === b.byteOffset
       expect(chunks.slice(1).map((chunk, i) => backToBack(chunks[i]!.bytes, chunk.bytes))).toEqual([true, false, false, true, true])
       // Each buffer is handed over with exactly the bytes of its chunks, for the upload to free once written.
-      const handed = new Map<ArrayBufferLike, number>()
-      for (const chunk of chunks) handed.set(chunk.bytes.buffer, (handed.get(chunk.bytes.buffer) ?? 0) + chunk.bytes.length)
-      for (const [buffer, bytes] of handed) expect(ownedBytes(buffer)).toBe(bytes)
+      for (const [buffer, bytes] of bytesPerBuffer(chunks.map((chunk) => chunk.bytes))) expect(ownedBytes(buffer)).toBe(bytes)
     }).pipe(Effect.provide(testSource()))
   )
 
