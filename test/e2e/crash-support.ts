@@ -12,7 +12,8 @@ const TEMP_NAME = /\.tmp-\d+-[0-9a-f]{12}$/
 /**
  * Where the CLI is killed: `early` once the run is journaled (before any part), `between` parts (≥ 2 committed, none
  * being written), `during` a part upload (a temp file with bytes, ≥ 1 part committed), `unrecorded` right after a
- * part's rename while its checkpoint cannot be written (the test holds the state database's write lock).
+ * part's rename while its checkpoint cannot be written (the test holds the state database's write lock). Committed
+ * means recorded in the state database: a part is renamed into place before its checkpoint is written.
  */
 export type KillPoint = "early" | "between" | "during" | "unrecorded"
 
@@ -45,6 +46,8 @@ export const snapshot = (dir: string): DirSnapshot => {
 export interface Killed {
   /** The destination as seen right after the kill. */
   readonly afterKill: DirSnapshot
+  /** Parts under a final name that the state database recorded before the kill: a resumed run keeps them. */
+  readonly committed: ReadonlyArray<string>
   /** `unrecorded`: the part that was renamed into place while its checkpoint was blocked. */
   readonly unrecordedPart?: string | undefined
   readonly stderr: string
@@ -72,6 +75,18 @@ const lockWhenAllRecorded = (stateFile: string, out: string) => {
   return undefined
 }
 
+/** Which of `finals` the state database records (read without a lock the CLI would wait for). */
+const recordedOf = (stateFile: string, finals: ReadonlyArray<string>): ReadonlyArray<string> => {
+  if (finals.length === 0 || !fs.existsSync(stateFile)) return []
+  const db = new Database(stateFile, { readonly: true, timeout: 1_000 })
+  try {
+    const recorded = new Set(db.prepare("SELECT path FROM rivet_parts").pluck().all() as Array<string>)
+    return finals.filter((name) => recorded.has(name))
+  } finally {
+    db.close()
+  }
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
@@ -96,6 +111,7 @@ export const runAndKill = async (options: {
   let lock: Database.Database | undefined
   let beforeLock: Set<string> | undefined
   let unrecordedPart: string | undefined
+  let committed: ReadonlyArray<string> = []
   try {
     for (;;) {
       if (ended) {
@@ -111,9 +127,11 @@ export const runAndKill = async (options: {
         fire = stderr.includes(`export '${exportName}' started`)
         if (fire && now.finals.length > 0) throw new Error(`'early' kill came too late: ${now.finals.join(", ")}`)
       } else if (point === "between") {
-        fire = now.finals.length >= 2 && now.temps.length === 0
+        if (now.finals.length >= 2 && now.temps.length === 0) committed = recordedOf(stateFile, now.finals)
+        fire = committed.length >= 2
       } else if (point === "during") {
-        fire = now.finals.length >= 1 && writing
+        if (writing) committed = recordedOf(stateFile, now.finals)
+        fire = committed.length >= 1
       } else if (lock === undefined) {
         const held = now.finals.length >= 1 ? lockWhenAllRecorded(stateFile, out) : undefined
         if (held) {
@@ -122,6 +140,7 @@ export const runAndKill = async (options: {
         }
       } else {
         unrecordedPart = now.finals.find((name) => !beforeLock!.has(name))
+        committed = [...beforeLock!]
         fire = unrecordedPart !== undefined
       }
       if (fire) {
@@ -132,7 +151,7 @@ export const runAndKill = async (options: {
     }
     const { signal } = await exited
     if (signal !== "SIGKILL") throw new Error(`the CLI was to be killed at '${point}' but exited by itself\n${stderr}`)
-    return { afterKill: snapshot(out), unrecordedPart, stderr }
+    return { afterKill: snapshot(out), committed, unrecordedPart, stderr }
   } finally {
     if (!ended) child.kill("SIGKILL")
     if (lock?.inTransaction) lock.exec("ROLLBACK")
