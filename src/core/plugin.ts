@@ -157,7 +157,10 @@ export interface SourceDriverShape {
   readonly displayUrl: string
   /** Connect and run a trivial query (for `rivet doctor`). */
   readonly check: Effect.Effect<void, SourceError>
-  /** Opens a result in the caller's scope; closing the scope releases the cursor and connection. */
+  /**
+   * Opens a result in the caller's scope; closing the scope releases the cursor and connection. The runtime closes
+   * it as soon as the last batch is read, before that batch is encoded and written.
+   */
   readonly open: (query: SourceQuery) => Effect.Effect<SourceResult, SourceError, Scope.Scope>
   /**
    * The following primitives let the runtime plan the modes beyond `full` (incremental, chunked, keyset,

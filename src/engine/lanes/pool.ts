@@ -22,7 +22,7 @@ import { decodeError, workerLost } from "./errors.js"
 import { type ChunkEvent, type LaneInit, type LaneRequest, OpenLane, RunChunk, SchemaChecked } from "./protocol.js"
 import type { AttemptMeter } from "../live-progress.js"
 import { recordUnit } from "../telemetry/metrics.js"
-import { type ChunkRunner, type ChunkWork, inProcessRunner } from "../modes/chunk-work.js"
+import { type ChunkRunner, type ChunkWork, heldWhileReading, runChunkHere } from "../modes/chunk-work.js"
 
 /** One worker thread (an @effect/platform Worker) that has built the export's drivers. */
 interface Lane {
@@ -133,8 +133,17 @@ const startLane = (
     return { worker, scope, exited, name }
   })
 
-/** Runs one chunk on a lane, answering its schema checks; an interruption aborts the chunk in the thread. */
-const runOn = (ctx: ExportContext, lane: Lane, work: ChunkWork, meter: AttemptMeter): Effect.Effect<UnitOutcome, RivetError> => {
+/**
+ * Runs one chunk on a lane, answering its schema checks and running `read` once the chunk's source is read; an
+ * interruption aborts the chunk in the thread.
+ */
+const runOn = (
+  ctx: ExportContext,
+  lane: Lane,
+  work: ChunkWork,
+  meter: AttemptMeter,
+  read: Effect.Effect<void>
+): Effect.Effect<UnitOutcome, RivetError> => {
   const onEvent = (event: ChunkEvent): Effect.Effect<Option.Option<UnitOutcome>, RivetError | WorkerError | ParseResult.ParseError> => {
     switch (event._tag) {
       case "Progress":
@@ -146,6 +155,8 @@ const runOn = (ctx: ExportContext, lane: Lane, work: ChunkWork, meter: AttemptMe
           ),
           Effect.as(Option.none())
         )
+      case "SourceEnded":
+        return Effect.as(read, Option.none())
       case "Notice":
         return Effect.as(ctx.reporter.notice(ctx.spec.name, event.message), Option.none())
       case "PartCommitted":
@@ -204,7 +215,6 @@ export const startLanes = (
   Effect.gen(function* () {
     const init = initOf(ctx, settings)
     const scope = yield* Effect.scope
-    const here = inProcessRunner(ctx)
     const idle = yield* Queue.bounded<Lane | "here">(count)
     yield* Queue.offer(idle, "here")
     let joined = 0
@@ -237,20 +247,21 @@ export const startLanes = (
           )
         : Effect.void
     )
+    // A lane takes its next chunk as soon as its chunk is read: the two share the thread while the first finishes.
     return (work: ChunkWork) =>
-      Effect.acquireUseRelease(
+      heldWhileReading(
         Queue.take(idle),
-        (lane) =>
-          lane === "here"
-            ? Effect.tap(here(work), () => Effect.sync(() => ran.here++))
-            : Effect.tap(
-                ctx.progress.attempt((meter) => runOn(ctx, lane, work, meter)),
-                () => Effect.sync(() => ran.workers++)
-              ),
         // A lane whose thread was lost or stopped is not used again.
         (lane) =>
           lane === "here"
             ? Queue.offer(idle, lane)
-            : Effect.flatMap(Deferred.isDone(lane.exited), (ended) => (ended ? Effect.void : Queue.offer(idle, lane)))
+            : Effect.flatMap(Deferred.isDone(lane.exited), (ended) => (ended ? Effect.void : Queue.offer(idle, lane))),
+        (lane, read) =>
+          lane === "here"
+            ? Effect.tap(runChunkHere(ctx, work, read), () => Effect.sync(() => ran.here++))
+            : Effect.tap(
+                ctx.progress.attempt((meter) => runOn(ctx, lane, work, meter, read)),
+                () => Effect.sync(() => ran.workers++)
+              )
       )
   })

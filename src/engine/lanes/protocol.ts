@@ -125,6 +125,8 @@ export const ChunkEvent = Schema.Union(
   /** What the worker's `runUnit` told its progress reporter, for the main thread's. */
   Schema.TaggedStruct("PartCommitted", { part: PartRecord }),
   Schema.TaggedStruct("Notice", { message: Schema.String }),
+  /** The chunk's last row is read and its result closed: the lane may take its next chunk while this one finishes. */
+  Schema.TaggedStruct("SourceEnded", {}),
   Schema.TaggedStruct("Done", { outcome: UnitOutcomeWire })
 )
 export type ChunkEvent = typeof ChunkEvent.Type

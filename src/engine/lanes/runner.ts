@@ -1,7 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import * as Effect from "effect/Effect"
 import type { RivetConfig } from "../../config/model.js"
 import type { ExportContext } from "../modes/context.js"
 import { type LaneSettings, startLanes } from "./pool.js"
@@ -38,4 +37,4 @@ const workersCanRun = (ctx: ExportContext): boolean =>
 export const chunkRunnerFor = (ctx: ExportContext, settings: LaneSettings | undefined) => (lanes: number) =>
   settings !== undefined && lanes > 1 && workersCanRun(ctx)
     ? startLanes(ctx, settings, lanes, WORKER_URL)
-    : Effect.succeed(inProcessRunner(ctx))
+    : inProcessRunner(ctx, lanes)

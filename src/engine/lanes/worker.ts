@@ -30,9 +30,10 @@ import { chunkUnitWork, type ChunkWork } from "../modes/chunk-work.js"
 
 /**
  * A chunk worker thread (started by pool.ts): reads the config file again, builds the export's source (its own
- * connections), format and sink once, then runs the chunks the main thread sends, one at a time, with the same
- * `runUnit` as the main thread. It reports the running chunk's totals every 200 ms and each chunk's parts; the main thread
- * keeps planning, state, the manifest and `_SUCCESS`.
+ * connections), format and sink once, then runs the chunks the main thread sends with the same `runUnit` as the
+ * main thread — one reading at a time, the next one sent as soon as the one before is read (it may still be
+ * finishing its last part). It reports each chunk's totals every 200 ms and its parts; the main thread keeps
+ * planning, state, the manifest and `_SUCCESS`.
  */
 
 const PROGRESS_EVERY = "200 millis"
@@ -145,10 +146,11 @@ const openLane = (init: LaneInit) =>
             lane: `lane-${init.lane}`
           }
 
+          const onSourceEnd = () => Effect.sync(() => emit({ _tag: "SourceEnded" }))
           yield* Effect.forkScoped(Effect.repeat(flush, Schedule.spaced(PROGRESS_EVERY)))
           // An interrupted chunk (the main thread interrupted the request) reports nothing: its scope closes.
           yield* Effect.forkScoped(
-            Effect.flatMap(Effect.exit(traced(runAttempt(ctx, chunkUnitWork(work)), parent)).pipe(Effect.tap(() => flush)), (exit) => {
+            Effect.flatMap(Effect.exit(traced(runAttempt(ctx, { ...chunkUnitWork(work), onSourceEnd }), parent)).pipe(Effect.tap(() => flush)), (exit) => {
               if (Exit.isSuccess(exit)) {
                 emit({ _tag: "Done", outcome: exit.value })
                 return events.end

@@ -1,4 +1,4 @@
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type { RivetError } from "../../core/errors.js"
 import { runAttempt } from "./attempt.js"
 import type { UnitContext, UnitOutcome, UnitWork } from "./run-unit.js"
@@ -43,8 +43,31 @@ export const chunkUnitWork = (work: ChunkWork): UnitWork => ({
   runStartedAt: new Date(work.naming.runStartedAt)
 })
 
-/** Runs chunks in the calling thread; only a successful attempt's counts join the export's (see runAttempt). */
-export const inProcessRunner =
-  (ctx: UnitContext): ChunkRunner =>
-  (work) =>
-    runAttempt(ctx, chunkUnitWork(work))
+/**
+ * Runs `use` with what `take` gives (a permit to read, an idle lane) and gives it back once: as soon as the chunk's
+ * source is read (`use` passes `read` on as the unit's `onSourceEnd`), or when the chunk ends. The next chunk then
+ * reads while the one before finishes its last part — the server is not left idle meanwhile.
+ */
+export const heldWhileReading = <R, A, E>(
+  take: Effect.Effect<R>,
+  giveBack: (held: R) => Effect.Effect<unknown>,
+  use: (held: R, read: Effect.Effect<void>) => Effect.Effect<A, E>
+): Effect.Effect<A, E> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(restore(take), (held) =>
+      Effect.flatMap(Effect.once(Effect.asVoid(giveBack(held))), (back) => Effect.ensuring(restore(use(held, back)), back))
+    )
+  )
+
+/** Runs a chunk in the calling thread; only a successful attempt's counts join the export's (see runAttempt). */
+export const runChunkHere = (ctx: UnitContext, work: ChunkWork, read: Effect.Effect<void>): Effect.Effect<UnitOutcome, RivetError> =>
+  runAttempt(ctx, { ...chunkUnitWork(work), onSourceEnd: () => read })
+
+/** Runs chunks in the calling thread, at most `readers` of them reading at once (see heldWhileReading). */
+export const inProcessRunner = (ctx: UnitContext, readers: number): Effect.Effect<ChunkRunner> =>
+  Effect.map(
+    Effect.makeSemaphore(readers),
+    (permits): ChunkRunner =>
+      (work) =>
+        heldWhileReading(permits.take(1), () => permits.release(1), (_, read) => runChunkHere(ctx, work, read))
+  )

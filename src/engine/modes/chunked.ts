@@ -191,7 +191,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
         )
 
       const lanes = Math.min(mode.parallel, pending.length)
-      const runnerFor = (lanes: number) => ctx.chunkRunner?.(lanes) ?? Effect.succeed(inProcessRunner(ctx))
+      const runnerFor = (lanes: number) => ctx.chunkRunner?.(lanes) ?? inProcessRunner(ctx, lanes)
       if (ctx.worker !== undefined) {
         const claimed = yield* executeClaimed(ctx, ctx.worker, journal, {
           parallel: mode.parallel,
@@ -223,7 +223,8 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
             return yield* Effect.forEach(
               pending,
               (chunk) => Effect.map(runChunk(runner, chunk, commit(chunk)), (outcome) => [chunk.unit.index, outcome] as const),
-              { concurrency: mode.parallel }
+              // Twice the lanes: each lane's next chunk starts reading while the one before finishes its last part.
+              { concurrency: 2 * lanes }
             )
           })
         )

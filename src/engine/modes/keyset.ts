@@ -1,8 +1,10 @@
 import { numbersEveryPart } from "../../config/partition.js"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Schema from "effect/Schema"
 import { formatLogicalType } from "../../core/batch.js"
-import { ConfigError, SourceError } from "../../core/errors.js"
+import { ConfigError, type RivetError, SourceError } from "../../core/errors.js"
 import { isOrderable } from "../../core/key-text.js"
 import { type PartRecord, schemaEntries } from "../../core/manifest.js"
 import { pagePartName, pageRunStem, partNamePattern } from "../../core/naming.js"
@@ -15,6 +17,7 @@ import { retryUnit, runAttempt } from "./attempt.js"
 import { planFingerprint } from "./fingerprint.js"
 import { decodeStored } from "./stored.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
+import type { SourceRead, UnitOutcome } from "./run-unit.js"
 import { estimateOf, planHeader, statementOf } from "./planning.js"
 
 /** A committed page's last key, one text value per key column (JSON in the state store). */
@@ -109,27 +112,68 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
       yield* progress.setUnits({ done: page, label: "pages" })
       let sourceRows = 0
       const statements: Array<string> = []
+
+      // A page is forked, and the next one starts as soon as it is read (its last key known) while it finishes its
+      // part; pages are committed in order, each once done. What a page read is known when its source ends, or when
+      // the page ends without that (a transform that stopped reading early).
+      const startPage = (current: number, query: SourceQuery) =>
+        Effect.gen(function* () {
+          const read = yield* Deferred.make<SourceRead>()
+          const fiber = yield* Effect.fork(
+            retryUnit(
+              ctx,
+              `page ${current}`,
+              runAttempt(ctx, {
+                unit: { kind: "page", index: current },
+                query,
+                runId: journal.runId,
+                track: keys,
+                runStartedAt: journal.startedAt,
+                keyOf: (part) =>
+                  pagePartName(spec.name, journal.startedAt, current, ctx.format.extension, part, numbersEveryPart(spec)),
+                onSourceEnd: (done) => Deferred.succeed(read, done)
+              })
+            )
+          )
+          const whenRead = Effect.raceFirst(Deferred.await(read), Fiber.join(fiber))
+          return { fiber, whenRead }
+        })
+      const commit = (current: number, from: ReadonlyArray<string> | undefined, fiber: Fiber.Fiber<UnitOutcome, RivetError>) =>
+        Effect.gen(function* () {
+          const outcome = yield* Fiber.join(fiber)
+          if (mode.checkpoint) {
+            yield* state.commitUnit(
+              journal.runId,
+              {
+                index: current,
+                spec: JSON.stringify({ after: from ?? null }),
+                status: "done",
+                rows: outcome.rows,
+                lastKey: JSON.stringify(outcome.last)
+              },
+              outcome.parts
+            )
+          } else {
+            unrecorded.push(...outcome.parts)
+          }
+          parts.push(...outcome.parts)
+          yield* progress.unitDone
+        })
+
+      let finishing: Effect.Effect<void, RivetError> = Effect.void
       for (;;) {
         const current = page
         const query = pageQuery(after)
         statements.push(statementOf(ctx, query))
-        const outcome = yield* retryUnit(
-          ctx,
-          `page ${current}`,
-          runAttempt(ctx, {
-            unit: { kind: "page", index: current },
-            query,
-            runId: journal.runId,
-            track: keys,
-            runStartedAt: journal.startedAt,
-            keyOf: (part) =>
-              pagePartName(spec.name, journal.startedAt, current, ctx.format.extension, part, numbersEveryPart(spec))
-          })
-        )
-        sourceRows += outcome.sourceRows
-        if (outcome.sourceRows === 0) break
-        const lastKey = outcome.last
-        if (lastKey.some((value) => value === undefined)) {
+        const { fiber, whenRead } = yield* startPage(current, query)
+        const read = yield* whenRead
+        yield* finishing
+        sourceRows += read.sourceRows
+        if (read.sourceRows === 0) {
+          yield* Fiber.join(fiber)
+          break
+        }
+        if (read.last.some((value) => value === undefined)) {
           return yield* new SourceError({
             source: ctx.source.label,
             message: `export '${spec.name}': page ${current} ended on a row with a NULL key`,
@@ -137,26 +181,13 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
             retryable: false
           })
         }
-        if (mode.checkpoint) {
-          yield* state.commitUnit(
-            journal.runId,
-            {
-              index: current,
-              spec: JSON.stringify({ after: after ?? null }),
-              status: "done",
-              rows: outcome.rows,
-              lastKey: JSON.stringify(lastKey)
-            },
-            outcome.parts
-          )
-        } else {
-          unrecorded.push(...outcome.parts)
+        finishing = commit(current, after, fiber)
+        if (read.sourceRows < mode.pageSize) {
+          yield* finishing
+          break
         }
-        parts.push(...outcome.parts)
-        yield* progress.unitDone
         page++
-        after = lastKey as ReadonlyArray<string>
-        if (outcome.sourceRows < mode.pageSize) break
+        after = read.last as ReadonlyArray<string>
       }
       return { parts, unrecorded, schema, sourceRows, partStem: pageRunStem(spec.name, journal.startedAt), statements }
     })

@@ -1,5 +1,8 @@
 import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
 import * as Ref from "effect/Ref"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type Batch, type BatchSchema, type Value, valueAt } from "../../core/batch.js"
 import { encodeParts, encodeRenderedParts, type PartPiece } from "../encode-parts.js"
@@ -40,6 +43,19 @@ export interface UnitWork {
    * text.
    */
   readonly track?: ReadonlyArray<ColumnRef> | undefined
+  /**
+   * Runs once the unit's last row is read and its result closed (its connection given back), while its last part
+   * may still be encoded and written: the caller may start reading the next unit meanwhile. Not run when the unit
+   * fails before that, nor when a transform stops reading early.
+   */
+  readonly onSourceEnd?: ((read: SourceRead) => Effect.Effect<void>) | undefined
+}
+
+/** What a unit had read when its source ended. */
+export interface SourceRead {
+  readonly sourceRows: number
+  /** The tracked columns' last non-NULL values, in `track` order. */
+  readonly last: ReadonlyArray<string | undefined>
 }
 
 export interface UnitOutcome {
@@ -173,8 +189,9 @@ const makeClocks = Effect.gen(function* () {
 
 /**
  * Runs one unit: opens the query, passes the batches through the program's transform, encodes them into parts
- * and uploads each part, counting into `meter` as it goes. Everything it opens (cursor, connection, uploads)
- * closes with it; uploads still open when it fails or is interrupted are aborted.
+ * and uploads each part, counting into `meter` as it goes. The result (cursor, connection) closes as soon as its
+ * last row is read, everything else it opens (uploads) with it; uploads still open when it fails or is interrupted
+ * are aborted.
  */
 export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): Effect.Effect<UnitOutcome, RivetError> =>
   Effect.scoped(
@@ -205,14 +222,24 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
             )
           )
         )
-      const opened = yield* openUnit(ctx, work)
+      // The result has a scope of its own, closed as soon as its last row is read rather than with the unit.
+      const resultScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+      const opened = yield* Scope.extend(openUnit(ctx, work), resultScope)
+      const afterLastRow = (read: () => SourceRead) =>
+        Stream.execute(
+          Effect.zipRight(
+            Scope.close(resultScope, Exit.void),
+            Effect.suspend(() => work.onSourceEnd?.(read()) ?? Effect.void)
+          )
+        )
       if (opened._tag === "Rendered") {
         const { schema } = opened
         yield* ctx.checkSchema(schema)
         yield* ctx.format.validate(schema)
         let sourceRows = 0
         const chunks = opened.chunks.pipe(
-          Stream.tap((chunk) => Effect.zipRight(Effect.sync(() => (sourceRows += chunk.rows)), meter.count({ rows: chunk.rows })))
+          Stream.tap((chunk) => Effect.zipRight(Effect.sync(() => (sourceRows += chunk.rows)), meter.count({ rows: chunk.rows }))),
+          Stream.concat(afterLastRow(() => ({ sourceRows, last: [] })))
         )
         const pieces = clocks.pipeline(chunks, (input) =>
           encodeRenderedParts(input, ctx.format.rendered!.open(schema), ctx.spec.maxFileSize)
@@ -233,7 +260,8 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
             }),
             meter.count({ rows: batch.rowCount })
           )
-        )
+        ),
+        Stream.concat(afterLastRow(() => ({ sourceRows, last: [...tracker.last] })))
       )
       const transformed = ctx.spec.transform
         ? ctx.spec.transform({ schema: result.schema, batches: observed })

@@ -1,0 +1,172 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { afterAll, describe, expect, it } from "vitest"
+import { loadConfig } from "../../src/api.js"
+import { type BatchSchema, makeBatch } from "../../src/core/batch.js"
+import { SinkError } from "../../src/core/errors.js"
+import { defineSink, defineSource, SinkDriver, SourceDriver, type SourceQuery } from "../../src/core/plugin.js"
+import { ProgressReporter, type ProgressReporterShape } from "../../src/core/progress.js"
+import * as Sink from "../../src/core/sink/index.js"
+import { runConfig } from "../../src/engine/run.js"
+import { sqliteStateLayer } from "../../src/state/sqlite.js"
+
+// A chunk's or page's result closes as soon as its last row is read, and the next unit starts reading while the one
+// before still writes its part. The sink below holds the first data part back until a second unit has been opened:
+// were the units run one after the other, it would wait out its timeout and fail the run.
+
+const schema: BatchSchema = { columns: [{ name: "id", type: { kind: "int64" } }] }
+const IDS = [1n, 2n, 3n, 4n, 5n, 6n]
+const HOLD_MS = 5_000
+
+/** Ids 1..6, by key range (chunked) or after a key (keyset); each result's open and close are logged. */
+const loggingSource = (events: Array<string>, onOpen: (opened: number) => void) => {
+  let opened = 0
+  const rowsOf = (query: SourceQuery): ReadonlyArray<bigint> => {
+    const filter = query.where?.[0]
+    const ids =
+      filter?._tag === "Between"
+        ? IDS.filter((id) => id >= BigInt(filter.low) && id <= BigInt(filter.high))
+        : filter?._tag === "After"
+          ? IDS.filter((id) => id > BigInt(filter.values[0]!))
+          : IDS
+    return ids.slice(0, query.limit ?? ids.length)
+  }
+  const driver = {
+    label: "Logging",
+    displayUrl: "logging:",
+    check: Effect.void,
+    describe: () => Effect.succeed({ schema, primaryKey: ["id"] }),
+    bounds: () => Effect.succeed({ min: "1", max: "6", hasNulls: false }),
+    open: (query: SourceQuery) =>
+      Effect.gen(function* () {
+        const unit = ++opened
+        yield* Effect.acquireRelease(
+          Effect.sync(() => {
+            events.push(`open ${unit}`)
+            onOpen(unit)
+          }),
+          () => Effect.sync(() => void events.push(`close ${unit}`))
+        )
+        const rows = rowsOf(query)
+        return { schema, batches: rows.length === 0 ? Stream.empty : Stream.make(makeBatch(schema, [rows])) }
+      })
+  }
+  return defineSource({ type: "logging", config: Schema.Struct({}), make: () => Layer.succeed(SourceDriver, driver) })
+}
+
+/**
+ * Keeps objects in memory; the first data part is put only once a second unit is open (or fails after HOLD_MS) — or,
+ * with `failFirst`, fails then.
+ */
+const holdingSink = (events: Array<string>, secondOpened: Promise<void>, failFirst: boolean) => {
+  let dataParts = 0
+  const usageError = Sink.usageErrors("holding")
+  const hold = Effect.tryPromise({
+    try: () =>
+      Promise.race([
+        secondOpened,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("no second unit opened")), HOLD_MS))
+      ]),
+    catch: (cause) =>
+      new SinkError({
+        plugin: "holding",
+        operation: "put",
+        reason: "Unknown",
+        message: `the first part was held ${HOLD_MS} ms: ${String(cause)}`,
+        retryable: false
+      })
+  })
+  const driver = Sink.make({
+    spanPrefix: "HoldingSink",
+    label: "Holding",
+    uri: (key) => `holding:${key ?? ""}`,
+    capabilities: { markers: true, blockSize: 1024 * 1024, concurrency: 1 },
+    usageError,
+    probe: false,
+    put: (key) =>
+      Effect.gen(function* () {
+        if (!key.endsWith(".csv")) return
+        const part = ++dataParts
+        if (part === 1) yield* hold
+        if (part === 1 && failFirst) return yield* usageError({ operation: "put", key, message: "disk full", reason: "Unknown" })
+        events.push(`put ${part}`)
+      })
+  })
+  return defineSink({ type: "holding", config: Schema.Struct({}), make: () => Layer.succeed(SinkDriver, driver) })
+}
+
+const dirs: Array<string> = []
+afterAll(() => {
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const run = async (exportKeys: Record<string, unknown>, failFirst = false) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-overlap-"))
+  dirs.push(dir)
+  const events: Array<string> = []
+  let opened2 = () => {}
+  const secondOpened = new Promise<void>((resolve) => (opened2 = resolve))
+  const source = loggingSource(events, (unit) => unit === 2 && opened2())
+  const sink = holdingSink(events, secondOpened, failFirst)
+  const reporter: ProgressReporterShape = {
+    started: () => Effect.void,
+    tick: () => Effect.void,
+    finished: () => Effect.void,
+    notice: () => Effect.void,
+    intervalMs: 60_000
+  }
+  const config = {
+    source: { type: "logging" },
+    exports: [{ name: "ids", table: "ids", format: "csv", destination: { type: "holding" }, ...exportKeys }]
+  }
+  const [outcome] = await Effect.runPromise(
+    Effect.flatMap(loadConfig(config as never, { configDir: dir, plugins: [source as never, sink as never] }), (loaded) =>
+      runConfig(loaded, { state: sqliteStateLayer(":memory:") })
+    ).pipe(Effect.provide(Layer.succeed(ProgressReporter, reporter)))
+  )
+  return { outcome: outcome!, events }
+}
+
+const succeeded = async (exportKeys: Record<string, unknown>) => {
+  const { outcome, events } = await run(exportKeys)
+  if (outcome._tag !== "success") throw new Error(`the run failed: ${outcome.error.message}`)
+  return { rows: outcome.result.rows, events }
+}
+
+/** Unit 1's result closed before unit 2 opened, and unit 2 opened before unit 1's part was put. */
+const expectOverlap = (events: ReadonlyArray<string>) => {
+  expect(events.slice(0, 3)).toEqual(["open 1", "close 1", "open 2"])
+  expect(events.indexOf("put 1")).toBeGreaterThan(events.indexOf("open 2"))
+}
+
+describe("a unit's part is finished while the next unit reads", () => {
+  it("chunked, parallel: 1: chunk 2 opens (after chunk 1's result closed) before chunk 1's part is put", async () => {
+    const { rows, events } = await succeeded({ mode: "chunked", chunk_size: 2, parallel: 1 })
+    expect(rows).toBe(6)
+    expectOverlap(events)
+    expect(events.filter((event) => event.startsWith("put"))).toEqual(["put 1", "put 2", "put 3"])
+  })
+
+  it("keyset: page 2 opens after page 1's last key is read, before page 1's part is put; pages commit in order", async () => {
+    const { rows, events } = await succeeded({ mode: "keyset", page_size: 2, chunk_checkpoint: true })
+    expect(rows).toBe(6)
+    expectOverlap(events)
+    // Pages 1–3, and a fourth that finds no rows and writes nothing.
+    expect(events.filter((event) => event.startsWith("open"))).toEqual(["open 1", "open 2", "open 3", "open 4"])
+    expect(events.filter((event) => event.startsWith("put"))).toEqual(["put 1", "put 2", "put 3"])
+  })
+
+  it("keyset: a page whose part fails while the next page reads fails the run with its error; no later page is read", async () => {
+    const { outcome, events } = await run({ mode: "keyset", page_size: 2, chunk_checkpoint: true }, true)
+    if (outcome._tag !== "failure") throw new Error("the run succeeded although page 1's part failed")
+    expect(outcome.error.message).toContain("disk full")
+    expect(events.slice(0, 3)).toEqual(["open 1", "close 1", "open 2"])
+    expect(events).not.toContain("put 1")
+    expect(events).not.toContain("open 3")
+  })
+})
