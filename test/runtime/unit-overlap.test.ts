@@ -8,7 +8,7 @@ import * as Stream from "effect/Stream"
 import { afterAll, describe, expect, it } from "vitest"
 import { loadConfig } from "../../src/api.js"
 import { type BatchSchema, makeBatch } from "../../src/core/batch.js"
-import { SinkError } from "../../src/core/errors.js"
+import { SinkError, SourceError } from "../../src/core/errors.js"
 import { defineSink, defineSource, SinkDriver, SourceDriver, type SourceQuery } from "../../src/core/plugin.js"
 import { ProgressReporter, type ProgressReporterShape } from "../../src/core/progress.js"
 import * as Sink from "../../src/core/sink/index.js"
@@ -23,8 +23,15 @@ const schema: BatchSchema = { columns: [{ name: "id", type: { kind: "int64" } }]
 const IDS = [1n, 2n, 3n, 4n, 5n, 6n]
 const HOLD_MS = 5_000
 
-/** Ids 1..6, by key range (chunked) or after a key (keyset); each result's open and close are logged. */
-const loggingSource = (events: Array<string>, onOpen: (opened: number) => void) => {
+/**
+ * Ids 1..6, by key range (chunked) or after a key (keyset); each result's open and close are logged and announced.
+ * Unit `failUnit` fails (for good) instead of giving its rows.
+ */
+const loggingSource = (
+  events: Array<string>,
+  announce: (event: string) => void,
+  failUnit: number | undefined
+) => {
   let opened = 0
   const rowsOf = (query: SourceQuery): ReadonlyArray<bigint> => {
     const filter = query.where?.[0]
@@ -48,11 +55,19 @@ const loggingSource = (events: Array<string>, onOpen: (opened: number) => void) 
         yield* Effect.acquireRelease(
           Effect.sync(() => {
             events.push(`open ${unit}`)
-            onOpen(unit)
+            announce(`open ${unit}`)
           }),
-          () => Effect.sync(() => void events.push(`close ${unit}`))
+          () =>
+            Effect.sync(() => {
+              events.push(`close ${unit}`)
+              announce(`close ${unit}`)
+            })
         )
         const rows = rowsOf(query)
+        if (unit === failUnit) {
+          const error = new SourceError({ source: "logging", message: `unit ${unit} cannot be read`, retryable: false })
+          return { schema, batches: Stream.fail(error) }
+        }
         return { schema, batches: rows.length === 0 ? Stream.empty : Stream.make(makeBatch(schema, [rows])) }
       })
   }
@@ -60,16 +75,16 @@ const loggingSource = (events: Array<string>, onOpen: (opened: number) => void) 
 }
 
 /**
- * Keeps objects in memory; the first data part is put only once a second unit is open (or fails after HOLD_MS) — or,
+ * Keeps objects in memory; the first data part is put only once `release` resolves (or fails after HOLD_MS) — or,
  * with `failFirst`, fails then.
  */
-const holdingSink = (events: Array<string>, secondOpened: Promise<void>, failFirst: boolean) => {
+const holdingSink = (events: Array<string>, release: Promise<void>, failFirst: boolean) => {
   let dataParts = 0
   const usageError = Sink.usageErrors("holding")
   const hold = Effect.tryPromise({
     try: () =>
       Promise.race([
-        secondOpened,
+        release,
         new Promise<never>((_, reject) => setTimeout(() => reject(new Error("no second unit opened")), HOLD_MS))
       ]),
     catch: (cause) =>
@@ -105,14 +120,24 @@ afterAll(() => {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const run = async (exportKeys: Record<string, unknown>, failFirst = false) => {
+/**
+ * Runs the export. The first part is held until unit 2 opens — or, with `failUnit`, until 200 ms after that unit
+ * failed and closed (time enough for a run that would not wait for the part to give up on it).
+ */
+const run = async (exportKeys: Record<string, unknown>, options: { readonly failFirst?: boolean; readonly failUnit?: number } = {}) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-overlap-"))
   dirs.push(dir)
   const events: Array<string> = []
-  let opened2 = () => {}
-  const secondOpened = new Promise<void>((resolve) => (opened2 = resolve))
-  const source = loggingSource(events, (unit) => unit === 2 && opened2())
-  const sink = holdingSink(events, secondOpened, failFirst)
+  const awaited = options.failUnit === undefined ? "open 2" : `close ${options.failUnit}`
+  let releaseNow = () => {}
+  const release = new Promise<void>((resolve) => (releaseNow = resolve))
+  const announce = (event: string) => {
+    if (event !== awaited) return
+    if (options.failUnit === undefined) releaseNow()
+    else setTimeout(releaseNow, 200)
+  }
+  const source = loggingSource(events, announce, options.failUnit)
+  const sink = holdingSink(events, release, options.failFirst ?? false)
   const reporter: ProgressReporterShape = {
     started: () => Effect.void,
     tick: () => Effect.void,
@@ -162,11 +187,17 @@ describe("a unit's part is finished while the next unit reads", () => {
   })
 
   it("keyset: a page whose part fails while the next page reads fails the run with its error; no later page is read", async () => {
-    const { outcome, events } = await run({ mode: "keyset", page_size: 2, chunk_checkpoint: true }, true)
+    const { outcome, events } = await run({ mode: "keyset", page_size: 2, chunk_checkpoint: true }, { failFirst: true })
     if (outcome._tag !== "failure") throw new Error("the run succeeded although page 1's part failed")
     expect(outcome.error.message).toContain("disk full")
     expect(events.slice(0, 3)).toEqual(["open 1", "close 1", "open 2"])
     expect(events).not.toContain("put 1")
     expect(events).not.toContain("open 3")
+  })
+  it("keyset: when a page fails, the page before it still finishes its part before the run fails", async () => {
+    const { outcome, events } = await run({ mode: "keyset", page_size: 2, chunk_checkpoint: true }, { failUnit: 2 })
+    if (outcome._tag !== "failure") throw new Error("the run succeeded although page 2 failed")
+    expect(outcome.error.message).toContain("unit 2 cannot be read")
+    expect(events).toEqual(["open 1", "close 1", "open 2", "close 2", "put 1"])
   })
 })

@@ -166,7 +166,8 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
         const query = pageQuery(after)
         statements.push(statementOf(ctx, query))
         const { fiber, whenRead } = yield* startPage(current, query)
-        const read = yield* whenRead
+        // A page that fails still lets the one before commit, so --resume does not read it again.
+        const read = yield* Effect.tapError(whenRead, () => Effect.ignore(finishing))
         yield* finishing
         sourceRows += read.sourceRows
         if (read.sourceRows === 0) {
