@@ -91,7 +91,7 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
     sourceType: config.source.plugin.type,
     ...(options.retry ? { retry: options.retry } : {}),
     resume: options.resume ?? false,
-    lanes: laneSettings(config, options.env ?? process.env),
+    lanes: yield* laneSettings(config, options.env ?? process.env),
     ...(options.workerRunId === undefined ? {} : { worker: { runId: options.workerRunId, ttlMs } })
   }
   const runs: Array<ExportRun> = []

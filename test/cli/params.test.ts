@@ -37,7 +37,9 @@ describe("--param NAME=value", () => {
 
   it("reaches the worker threads of a parallel chunked export", async () => {
     const config = templated("mode: chunked\n    chunk_column: id\n    chunk_size: 250\n    parallel: 2")
-    const result = await runCli(["run", "-c", config, "-p", "LAST_ID=1000", "-p", "BATCH=100", "-p", "RUN_DATE=d"])
+    const result = await runCli(["run", "-c", config, "-p", "LAST_ID=1000", "-p", "BATCH=100", "-p", "RUN_DATE=d"], {
+      env: { RIVET_LANES: "1" }
+    })
     expect(result.code, result.stderr).toBe(0)
     expect(csvIds(path.join(path.dirname(config), "out", "d"))).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1))
   })

@@ -15,9 +15,11 @@ import { testPgUrl } from "../support/pg.js"
 
 // Chunked exports with `parallel: 2` through the built CLI, where chunks run in this thread and a worker thread
 // (src/engine/lanes). Under vitest the sources have no built worker entry, so only the CLI exercises the lanes.
+// RIVET_LANES=1 asks for the worker thread whatever the cores (unset, two cores run both lanes in this thread).
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 const ROWS = 300_000
+const WITH_WORKER = { RIVET_LANES: "1" }
 const LANES_NOTICE = /chunks ran in 1 worker thread \((\d+)\) and in this thread \((\d+)\)/
 
 let sql: postgres.Sql
@@ -88,13 +90,31 @@ const parquetIds = async (out: string, manifest: Manifest): Promise<Array<string
 
 const tempFiles = (out: string) => filesUnder(out).filter((file) => /\.tmp-\d+-[0-9a-f]{12}$/.test(file))
 
+/**
+ * Runs one export (its YAML flow mapping without the destination's closing) with a worker thread into `out`, and
+ * checks that the run succeeded and that the lanes' notice counts `chunks` chunks.
+ */
+const exportInLanes = async (exportKeys: string, chunks: number) => {
+  const config = configFile(`source: { type: postgres, url: "${testPgUrl()}" }
+exports:
+  - ${exportKeys}, destination: { type: local, path: out } }
+`)
+  const result = await runCli(["run", "-c", config], { env: WITH_WORKER })
+  expect(result.code, result.stderr).toBe(0)
+  expect(result.stderr).toMatch(LANES_NOTICE)
+  expect(result.stderr).not.toMatch(/could not start/)
+  const [, inWorker = "0", inThread = "0"] = LANES_NOTICE.exec(result.stderr) ?? []
+  expect(Number(inWorker) + Number(inThread)).toBe(chunks)
+  return { out: path.join(path.dirname(config), "out"), inWorker: Number(inWorker) }
+}
+
 describe("chunked parallel: 2 in worker threads (CLI)", () => {
   it("chunks all done before the worker is ready: no 'could not start' notice, the summary says what happened", async () => {
     const config = configFile(`source: { type: postgres, url: "${testPgUrl()}" }
 exports:
   - { name: quick, query: "select i as id from generate_series(1, 30) as i", mode: chunked, chunk_column: id, chunk_size: 10, parallel: 2, format: csv, destination: { type: local, path: out } }
 `)
-    const result = await runCli(["run", "-c", config])
+    const result = await runCli(["run", "-c", config], { env: WITH_WORKER })
     expect(result.code, result.stderr).toBe(0)
     expect(result.stderr).not.toMatch(/could not start|stopped: it exited/)
     // Three 10-row chunks take milliseconds here; a worker thread needs far longer to load the CLI and connect.
@@ -103,20 +123,9 @@ exports:
   })
 
   it("exports every row once into parts named as in one thread, with an exact manifest", async () => {
-    const config = configFile(`source: { type: postgres, url: "${testPgUrl()}" }
-exports:
-  - { name: lanes, table: lanes_src, mode: chunked, chunk_size: 100000, parallel: 2, format: parquet, destination: { type: local, path: out } }
-`)
-    const out = path.join(path.dirname(config), "out")
-    const result = await runCli(["run", "-c", config])
-    expect(result.code, result.stderr).toBe(0)
-
-    const [, inWorker = "0", inThread = "0"] = LANES_NOTICE.exec(result.stderr) ?? []
-    expect(result.stderr).toMatch(LANES_NOTICE)
-    expect(result.stderr).not.toMatch(/could not start/)
     const chunks = 9 // ids 2..900000 in ranges of 100000
-    expect(Number(inWorker) + Number(inThread)).toBe(chunks)
-    expect(Number(inWorker)).toBeGreaterThan(0)
+    const { out, inWorker } = await exportInLanes("{ name: lanes, table: lanes_src, mode: chunked, chunk_size: 100000, parallel: 2, format: parquet", chunks)
+    expect(inWorker).toBeGreaterThan(0)
 
     const manifest = expectExactDestination(out)
     expect(manifest.row_count).toBe(ROWS)
@@ -126,6 +135,13 @@ exports:
     )
     const expected = (await sql<Array<{ id: string }>>`SELECT id FROM lanes_src`).map((row) => row.id)
     expect(multiset(await parquetIds(out, manifest))).toEqual(multiset(expected))
+  }, 300_000)
+
+  it("parallel: 3 with RIVET_LANES=1: one worker thread, and two lanes in this thread; every row once", async () => {
+    const { out } = await exportInLanes("{ name: three, table: lanes_src, mode: chunked, chunk_size: 50000, parallel: 3, format: csv", 18)
+    const manifest = expectExactDestination(out)
+    expect(manifest.row_count).toBe(ROWS)
+    expect(manifest.parts).toHaveLength(18)
   }, 300_000)
 
   it("RIVET_LANES=0 keeps every chunk in one thread", async () => {
@@ -158,7 +174,7 @@ exports:
     const out = path.join(path.dirname(config), "out")
     await sql.unsafe("UPDATE lanes_flaky SET broken = (id = 17500)")
     try {
-      const failed = await runCli(["run", "-c", config])
+      const failed = await runCli(["run", "-c", config], { env: WITH_WORKER })
       expect(failed.code, failed.stderr).toBe(1)
       expect(failed.stderr).toMatch(/Error: .*chunk 3 \(id 15001\.\.20000\): .*division by zero/)
       expect(failed.stderr).not.toMatch(/did not stop within/)
@@ -170,7 +186,7 @@ exports:
       expect(committed.filter((file) => /_chunk[12]_/.test(file)).length).toBeGreaterThanOrEqual(1)
 
       await sql.unsafe("UPDATE lanes_flaky SET broken = false")
-      const resumed = await runCli(["run", "-c", config, "--resume"])
+      const resumed = await runCli(["run", "-c", config, "--resume"], { env: WITH_WORKER })
       expect(resumed.code, resumed.stderr).toBe(0)
       expect(resumed.stderr).toMatch(/resuming run/)
       // A chunk of this thread interrupted between its part's rename and its checkpoint is redone under a new name;
@@ -210,7 +226,7 @@ exports:
     await sql.unsafe("UPDATE lanes_flaky SET broken = (id = 10000)")
     try {
       const started = Date.now()
-      const failed = await runCli(["run", "-c", config])
+      const failed = await runCli(["run", "-c", config], { env: WITH_WORKER })
       expect(failed.code, failed.stderr).toBe(1)
       expect(failed.stderr).toMatch(/chunk 0 \(id 1\.\.10000\): .*division by zero/)
       expect(failed.stderr).not.toMatch(/did not stop within/)
@@ -230,7 +246,10 @@ exports:
   - { name: interrupted, query: "SELECT id, repeat('z', 10000) AS pad FROM lanes_flaky", chunk_column: id, mode: chunked, chunk_size: 10000, parallel: 2, batch_size: 200, format: csv, destination: { type: local, path: out } }
 `)
     const out = path.join(path.dirname(config), "out")
-    const child = spawn(process.execPath, [BIN, "run", "-c", config], { stdio: ["ignore", "ignore", "pipe"] })
+    const child = spawn(process.execPath, [BIN, "run", "-c", config], {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, ...WITH_WORKER }
+    })
     let stderr = ""
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
@@ -254,7 +273,10 @@ exports:
   - { name: edited, query: "SELECT i AS id FROM generate_series(1, 40) AS i WHERE i <> 1 OR (pg_sleep(3) IS NULL) IS NOT NULL", mode: chunked, chunk_column: id, chunk_size: 10, parallel: 2, format: csv, destination: { type: local, path: ${destination} } }
 `
     const config = configFile(yaml("out"))
-    const child = spawn(process.execPath, [BIN, "run", "-c", config], { stdio: ["ignore", "ignore", "pipe"] })
+    const child = spawn(process.execPath, [BIN, "run", "-c", config], {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, ...WITH_WORKER }
+    })
     let stderr = ""
     let edited = false
     child.stderr.on("data", (chunk: Buffer) => {
@@ -285,7 +307,7 @@ exports:
   - { name: items, table: order_items, mode: chunked, chunk_column: order_id, chunk_size: 200, batch_size: 100, parallel: 2, format: parquet, destination: { type: local, path: out } }
 `
     )
-    const result = await runCli(["run", "-c", config])
+    const result = await runCli(["run", "-c", config], { env: WITH_WORKER })
     expect(result.code, result.stderr).toBe(0)
     expect(result.stderr).not.toMatch(/could not start/)
     const [, inWorker = "0"] = LANES_NOTICE.exec(result.stderr) ?? []

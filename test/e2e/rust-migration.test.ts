@@ -160,7 +160,7 @@ exports:
     destination: { type: local, path: out/full }
 `)
     dirs.push(path.dirname(file))
-    const result = await runCli(["run", "-c", file])
+    const result = await runCli(["run", "-c", file], { env: { RIVET_LANES: "1" } })
     expect(result.code, result.stderr).toBe(0)
     const inWorker = /chunks ran in 1 worker thread \((\d+)\)/.exec(result.stderr)?.[1]
     expect(Number(inWorker ?? 0), result.stderr).toBeGreaterThan(0)

@@ -50,12 +50,17 @@ const exportedIds = async (prefix: string): Promise<Array<number>> => {
 const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 
 /** Runs the built CLI and sends it `signal` once `ready` resolves true (polled every 20 ms). */
-const signalWhen = (args: ReadonlyArray<string>, signal: NodeJS.Signals, ready: () => Promise<boolean>) =>
+const signalWhen = (
+  args: ReadonlyArray<string>,
+  signal: NodeJS.Signals,
+  ready: () => Promise<boolean>,
+  extraEnv: Record<string, string> = {}
+) =>
   new Promise<{ code: number | null; stderr: string; signalled: boolean; requests: ReadonlyArray<LoggedRequest> }>(
     (resolve, reject) => {
       const before = server.requests().length
       const child = spawn(process.execPath, [BIN, ...args], {
-        env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...env },
+        env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...env, ...extraEnv },
         stdio: ["ignore", "ignore", "pipe"]
       })
       let stderr = ""
@@ -160,9 +165,11 @@ describe("rivet run → s3: no orphan multipart uploads", () => {
           destination: s3Destination(server, BUCKET, { prefix, part_size: "5MiB" })
         }
       ])
-      // Every other round waits for all three uploads, the others signal as soon as the first one exists.
+      // Every other round waits for all three uploads, the others signal as soon as the first one exists. The first
+      // three rounds run two of the chunks in worker threads, the others all three in the main thread.
       const wanted = round % 2 === 0 ? 3 : 1
-      const run = await signalWhen(["run", "-c", config], "SIGTERM", async () => (await openUploads(prefix)).length >= wanted)
+      const lanes = round < 3 ? { RIVET_LANES: "2" } : { RIVET_LANES: "0" }
+      const run = await signalWhen(["run", "-c", config], "SIGTERM", async () => (await openUploads(prefix)).length >= wanted, lanes)
       expect(run.signalled, run.stderr).toBe(true)
       expect([143, 130], run.stderr).toContain(run.code)
       expect(countOf(run.requests, "CompleteMultipartUpload")).toBe(0)

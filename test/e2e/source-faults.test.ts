@@ -87,7 +87,7 @@ describe("a backend terminated mid-stream (CLI)", () => {
       "name: h1_chunked, query: \"SELECT h.* FROM h1_src h, LATERAL (SELECT pg_sleep(CASE WHEN h.id % 50 = 0 THEN 0.001 ELSE 0 END)) AS slow\", " +
         "chunk_column: id, mode: chunked, chunk_size: 20000, parallel: 2, format: csv, max_file_size: 1MiB"
     )
-    // Two chunks statements running at once are in two threads: the main thread runs one chunk at a time.
+    // Two chunks statements running at once, one in a worker thread (RIVET_LANES=1 asks for it whatever the cores).
     // CSV chunks stream from COPY (a COPY has no pause between fetches): terminate them while they stream.
     const killer = startKiller(testPgUrl(), {
       app: "h1_chunked",
@@ -96,7 +96,7 @@ describe("a backend terminated mid-stream (CLI)", () => {
       when: partsCommitted(out, 2),
       together: 2
     })
-    const result = await runCli(["run", "-c", file, "--json"])
+    const result = await runCli(["run", "-c", file, "--json"], { env: { RIVET_LANES: "1" } })
     const killed = (await killer.stop()).flat()
     expect(killed.length, `${NEVER_FAULTED}\n${result.stderr}`).toBeGreaterThanOrEqual(2)
     expect(result.code, result.stderr).toBe(0)

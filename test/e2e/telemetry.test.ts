@@ -163,7 +163,7 @@ describe("telemetry over OTLP/HTTP", () => {
       // Each one-row chunk sleeps 0.4 s, so that the worker thread is ready before the main thread has run them all.
       const result = await run(
         "lanes/",
-        {},
+        { RIVET_LANES: "1" },
         {
           query: "SELECT i AS id FROM generate_series(1, 8) AS i, LATERAL (SELECT pg_sleep(0.4)) AS slow",
           chunk_column: "id",

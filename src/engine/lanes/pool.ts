@@ -39,6 +39,8 @@ export interface LaneSettings {
   /** The config file the run was loaded from (absolute). */
   readonly configFile: string
   readonly env: Readonly<Record<string, string | undefined>>
+  /** At most this many worker threads (`RIVET_LANES`); unset: as many as the cores pay for (runner.ts). */
+  readonly threads?: number | undefined
 }
 
 const initOf = (ctx: ExportContext, settings: LaneSettings): Omit<LaneInit, "lane"> => ({
@@ -198,27 +200,27 @@ const runOn = (
 }
 
 /**
- * Runs chunks `count` at a time: one in this thread, the others in `count - 1` worker threads, each with its own
- * source, format and sink built from the config file. This thread mostly waits while the chunks run, so it takes a
- * share of them itself rather than start one more worker (each costs ~1.5 CPU-s to start and ~200 MB). Chunks start
- * here at once; each worker joins when it is ready, so its start-up is not on the run's critical path. A worker that
- * cannot start only means fewer lanes (a notice says why): this thread can run every chunk. The main thread keeps
- * planning, state, the manifest and progress (workers report row, byte, part and retry counts as they go). Every
- * worker ends when the scope closes.
+ * Runs chunks `lanes` at a time: `threads` of the lanes in worker threads, each with its own source, format and sink
+ * built from the config file, and the others in this thread — at least one: this thread mostly waits while the
+ * chunks run, so it takes a share of them itself rather than start one more worker (each costs ~1.5 CPU-s to start
+ * and ~200 MB). Chunks start here at once; each worker joins when it is ready, so its start-up is not on the run's
+ * critical path. A worker that cannot start only means fewer lanes (a notice says why): this thread can run every
+ * chunk. The main thread keeps planning, state, the manifest and progress (workers report row, byte, part and retry
+ * counts as they go). Every worker ends when the scope closes.
  */
 export const startLanes = (
   ctx: ExportContext,
   settings: LaneSettings,
-  count: number,
+  { lanes, threads }: { readonly lanes: number; readonly threads: number },
   url: URL
 ): Effect.Effect<ChunkRunner, RivetError, Scope.Scope> =>
   Effect.gen(function* () {
     const init = initOf(ctx, settings)
     const scope = yield* Effect.scope
-    const idle = yield* Queue.bounded<Lane | "here">(count)
-    yield* Queue.offer(idle, "here")
+    const idle = yield* Queue.bounded<Lane | "here">(lanes)
+    yield* Queue.offerAll(idle, Array.from({ length: lanes - threads }, () => "here" as const))
     let joined = 0
-    for (let i = 1; i < count; i++) {
+    for (let i = 1; i <= threads; i++) {
       // The lane lives in a scope of its own, made before the starter fiber: closing the export's scope then
       // interrupts a starter still waiting for its thread first, and only after that ends the thread — not the other
       // way round, which the starter would report as a thread that could not start.

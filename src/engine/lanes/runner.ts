@@ -1,7 +1,10 @@
 import * as fs from "node:fs"
+import { availableParallelism } from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import * as Effect from "effect/Effect"
 import type { RivetConfig } from "../../config/model.js"
+import { ConfigError } from "../../core/errors.js"
 import type { ExportContext } from "../modes/context.js"
 import { type LaneSettings, startLanes } from "./pool.js"
 import { inProcessRunner } from "../modes/chunk-work.js"
@@ -11,17 +14,47 @@ export type { LaneSettings } from "./pool.js"
 /** The built worker entry. Run from sources (vitest) there is no .js beside this module: chunks stay in-process. */
 const WORKER_URL = new URL("./worker.js", import.meta.url)
 
+const LANES_VARIABLE = "RIVET_LANES"
+/** `parallel`'s own maximum: more worker threads than that could never be used. */
+const MAX_WORKER_THREADS = 64
+/** The cores this thread and the export's encoder thread keep busy: a worker thread gains only beyond them. */
+const MAIN_THREAD_CORES = 2
+
 /**
  * Worker threads may run a config's chunks when a worker can rebuild everything from the config file alone (no
- * plugins passed in code) and `RIVET_LANES` is not `0`.
+ * plugins passed in code) and `RIVET_LANES` is not `0`. `RIVET_LANES=N` sets how many at most; unset, one per core
+ * beyond two (see workerThreadsFor).
  */
 export const laneSettings = (
   config: RivetConfig,
   env: Readonly<Record<string, string | undefined>>
-): LaneSettings | undefined =>
-  config.reloadable === true && env["RIVET_LANES"] !== "0"
-    ? { configFile: path.resolve(config.origin), env: { ...env } }
-    : undefined
+): Effect.Effect<LaneSettings | undefined, ConfigError> => {
+  const raw = env[LANES_VARIABLE]?.trim()
+  const threads = raw === undefined || raw === "" ? undefined : Number(raw)
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 0 && threads <= MAX_WORKER_THREADS)) {
+    return Effect.fail(
+      new ConfigError({
+        path: LANES_VARIABLE,
+        message: `${LANES_VARIABLE}=${raw} is not a number of worker threads from 0 to ${MAX_WORKER_THREADS}`,
+        hint: `unset it to start one worker thread per core beyond two, or set ${LANES_VARIABLE}=0 to run every chunk in the main thread`
+      })
+    )
+  }
+  return Effect.succeed(
+    config.reloadable === true && threads !== 0
+      ? { configFile: path.resolve(config.origin), env: { ...env }, threads }
+      : undefined
+  )
+}
+
+/**
+ * How many of an export's `lanes` run in worker threads: `RIVET_LANES` when set, else one per core beyond the two
+ * that this thread and its encoder thread keep busy; never more than `lanes − 1`, as this thread runs chunks too. The
+ * other lanes read in this thread. On two cores, `parallel: 2` with a worker thread took ~1.1× the wall time,
+ * ~1.15× the CPU and ~85 MB more than both lanes in this thread (docs/benchmarks.md).
+ */
+export const workerThreadsFor = (lanes: number, settings: LaneSettings, cores: number = availableParallelism()): number =>
+  Math.max(0, Math.min(lanes - 1, settings.threads ?? cores - MAIN_THREAD_CORES))
 
 /**
  * Whether worker threads can take this export's chunks: a transform and quality gates are JS values of this thread,
@@ -33,8 +66,10 @@ const workersCanRun = (ctx: ExportContext): boolean =>
   ctx.sink.capabilities.markers &&
   fs.existsSync(fileURLToPath(WORKER_URL))
 
-/** The export's chunk runner: `lanes` worker threads when the run allows it (one chunk would not gain), else in-process. */
-export const chunkRunnerFor = (ctx: ExportContext, settings: LaneSettings | undefined) => (lanes: number) =>
-  settings !== undefined && lanes > 1 && workersCanRun(ctx)
-    ? startLanes(ctx, settings, lanes, WORKER_URL)
+/** The export's chunk runner: `lanes` at once, some in worker threads when the run allows it and the cores pay. */
+export const chunkRunnerFor = (ctx: ExportContext, settings: LaneSettings | undefined) => (lanes: number) => {
+  const threads = settings === undefined || !workersCanRun(ctx) ? 0 : workerThreadsFor(lanes, settings)
+  return settings !== undefined && threads > 0
+    ? startLanes(ctx, settings, { lanes, threads }, WORKER_URL)
     : inProcessRunner(ctx, lanes)
+}
