@@ -216,7 +216,7 @@ export const runExport = Effect.fn("Pipeline.runExport")(function* (spec: Export
     // Only a destination with pending uploads to abort needs their keys (a partitioned run begins thousands).
     uploads: sink.pendingUploads === undefined ? undefined : uploads,
     worker: joined?.worker,
-    chunkRunner: (lanes) => chunkRunnerFor(ctx, options.lanes)(lanes)
+    chunkRunner: (lanes, overlap) => chunkRunnerFor(ctx, options.lanes)(lanes, overlap)
   }
   // Other workers' temp files are not leftovers.
   if (ctx.sink.sweep && !joined) {

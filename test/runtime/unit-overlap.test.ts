@@ -5,6 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import Database from "better-sqlite3"
 import { afterAll, describe, expect, it } from "vitest"
 import { loadConfig } from "../../src/api.js"
 import { type BatchSchema, makeBatch } from "../../src/core/batch.js"
@@ -30,7 +31,8 @@ const HOLD_MS = 5_000
 const loggingSource = (
   events: Array<string>,
   announce: (event: string) => void,
-  failUnit: number | undefined
+  failUnit: number | undefined,
+  before: (unit: number) => Promise<void>
 ) => {
   let opened = 0
   const rowsOf = (query: SourceQuery): ReadonlyArray<bigint> => {
@@ -68,7 +70,8 @@ const loggingSource = (
           const error = new SourceError({ source: "logging", message: `unit ${unit} cannot be read`, retryable: false })
           return { schema, batches: Stream.fail(error) }
         }
-        return { schema, batches: rows.length === 0 ? Stream.empty : Stream.make(makeBatch(schema, [rows])) }
+        const batches = rows.length === 0 ? Stream.empty : Stream.make(makeBatch(schema, [rows]))
+        return { schema, batches: Stream.concat(Stream.execute(Effect.promise(() => before(unit))), batches) }
       })
   }
   return defineSource({ type: "logging", config: Schema.Struct({}), make: () => Layer.succeed(SourceDriver, driver) })
@@ -115,6 +118,19 @@ const holdingSink = (events: Array<string>, release: Promise<void>, failFirst: b
   return defineSink({ type: "holding", config: Schema.Struct({}), make: () => Layer.succeed(SinkDriver, driver) })
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The pages the state file records as done (none before it exists). */
+const pagesCommitted = (file: string): ReadonlyArray<number> => {
+  if (!fs.existsSync(file)) return []
+  const db = new Database(file, { readonly: true, timeout: 1_000 })
+  try {
+    return db.prepare("SELECT idx FROM rivet_units WHERE status = 'done'").pluck().all() as Array<number>
+  } finally {
+    db.close()
+  }
+}
+
 const dirs: Array<string> = []
 afterAll(() => {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
@@ -124,7 +140,15 @@ afterAll(() => {
  * Runs the export. The first part is held until unit 2 opens — or, with `failUnit`, until 200 ms after that unit
  * failed and closed (time enough for a run that would not wait for the part to give up on it).
  */
-const run = async (exportKeys: Record<string, unknown>, options: { readonly failFirst?: boolean; readonly failUnit?: number } = {}) => {
+const run = async (
+  exportKeys: Record<string, unknown>,
+  options: {
+    readonly failFirst?: boolean
+    readonly failUnit?: number
+    /** Unit 2 gives its rows only once the state file records unit 1's page (at most HOLD_MS). */
+    readonly page2AfterPage1Committed?: boolean
+  } = {}
+) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-overlap-"))
   dirs.push(dir)
   const events: Array<string> = []
@@ -136,7 +160,17 @@ const run = async (exportKeys: Record<string, unknown>, options: { readonly fail
     if (options.failUnit === undefined) releaseNow()
     else setTimeout(releaseNow, 200)
   }
-  const source = loggingSource(events, announce, options.failUnit)
+  const stateFile = path.join(dir, "state.db")
+  const before = async (unit: number): Promise<void> => {
+    if (unit !== 2 || options.page2AfterPage1Committed !== true) return
+    for (const deadline = Date.now() + HOLD_MS; Date.now() < deadline; await sleep(10)) {
+      if (pagesCommitted(stateFile).includes(0)) {
+        events.push("page 1 committed")
+        return
+      }
+    }
+  }
+  const source = loggingSource(events, announce, options.failUnit, before)
   const sink = holdingSink(events, release, options.failFirst ?? false)
   const reporter: ProgressReporterShape = {
     started: () => Effect.void,
@@ -151,7 +185,7 @@ const run = async (exportKeys: Record<string, unknown>, options: { readonly fail
   }
   const [outcome] = await Effect.runPromise(
     Effect.flatMap(loadConfig(config as never, { configDir: dir, plugins: [source as never, sink as never] }), (loaded) =>
-      runConfig(loaded, { state: sqliteStateLayer(":memory:") })
+      runConfig(loaded, { state: sqliteStateLayer(options.page2AfterPage1Committed ? stateFile : ":memory:") })
     ).pipe(Effect.provide(Layer.succeed(ProgressReporter, reporter)))
   )
   return { outcome: outcome!, events }
@@ -186,18 +220,26 @@ describe("a unit's part is finished while the next unit reads", () => {
     expect(events.filter((event) => event.startsWith("put"))).toEqual(["put 1", "put 2", "put 3"])
   })
 
-  it("keyset: a page whose part fails while the next page reads fails the run with its error; no later page is read", async () => {
+  it("keyset: a page whose part fails while later pages read fails the run with its error; every result is closed", async () => {
     const { outcome, events } = await run({ mode: "keyset", page_size: 2, chunk_checkpoint: true }, { failFirst: true })
     if (outcome._tag !== "failure") throw new Error("the run succeeded although page 1's part failed")
     expect(outcome.error.message).toContain("disk full")
     expect(events.slice(0, 3)).toEqual(["open 1", "close 1", "open 2"])
     expect(events).not.toContain("put 1")
-    expect(events).not.toContain("open 3")
+    const opened = events.filter((event) => event.startsWith("open")).map((event) => event.slice(5))
+    const closed = events.filter((event) => event.startsWith("close")).map((event) => event.slice(6))
+    expect(closed.sort()).toEqual(opened.sort())
   })
   it("keyset: when a page fails, the page before it still finishes its part before the run fails", async () => {
     const { outcome, events } = await run({ mode: "keyset", page_size: 2, chunk_checkpoint: true }, { failUnit: 2 })
     if (outcome._tag !== "failure") throw new Error("the run succeeded although page 2 failed")
     expect(outcome.error.message).toContain("unit 2 cannot be read")
     expect(events).toEqual(["open 1", "close 1", "open 2", "close 2", "put 1"])
+  })
+  it("keyset: a page is recorded as soon as its part is committed, while the next page is still being read", async () => {
+    const { outcome, events } = await run({ mode: "keyset", page_size: 2, chunk_checkpoint: true }, { page2AfterPage1Committed: true })
+    if (outcome._tag !== "success") throw new Error(`the run failed: ${outcome.error.message}`)
+    expect(events.indexOf("page 1 committed")).toBeGreaterThan(events.indexOf("put 1"))
+    expect(events.indexOf("page 1 committed")).toBeLessThan(events.indexOf("close 2"))
   })
 })

@@ -211,7 +211,7 @@ const runOn = (
 export const startLanes = (
   ctx: ExportContext,
   settings: LaneSettings,
-  { lanes, threads }: { readonly lanes: number; readonly threads: number },
+  { lanes, threads, overlap }: { readonly lanes: number; readonly threads: number; readonly overlap: boolean },
   url: URL
 ): Effect.Effect<ChunkRunner, RivetError, Scope.Scope> =>
   Effect.gen(function* () {
@@ -249,7 +249,8 @@ export const startLanes = (
           )
         : Effect.void
     )
-    // A lane takes its next chunk as soon as its chunk is read: the two share the thread while the first finishes.
+    // With `overlap`, a lane takes its next chunk as soon as its chunk is read: the thread then also finishes the
+    // chunks before it.
     return (work: ChunkWork) =>
       heldWhileReading(
         Queue.take(idle),
@@ -258,6 +259,7 @@ export const startLanes = (
           lane === "here"
             ? Queue.offer(idle, lane)
             : Effect.flatMap(Deferred.isDone(lane.exited), (ended) => (ended ? Effect.void : Queue.offer(idle, lane))),
+        overlap,
         (lane, read) =>
           lane === "here"
             ? Effect.tap(runChunkHere(ctx, work, read), () => Effect.sync(() => ran.here++))

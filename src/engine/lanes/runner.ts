@@ -66,10 +66,13 @@ const workersCanRun = (ctx: ExportContext): boolean =>
   ctx.sink.capabilities.markers &&
   fs.existsSync(fileURLToPath(WORKER_URL))
 
-/** The export's chunk runner: `lanes` at once, some in worker threads when the run allows it and the cores pay. */
-export const chunkRunnerFor = (ctx: ExportContext, settings: LaneSettings | undefined) => (lanes: number) => {
+/**
+ * The export's chunk runner: `lanes` at once, some in worker threads when the run allows it and the cores pay; with
+ * `overlap`, a lane takes its next chunk as soon as the one before is read.
+ */
+export const chunkRunnerFor = (ctx: ExportContext, settings: LaneSettings | undefined) => (lanes: number, overlap: boolean) => {
   const threads = settings === undefined || !workersCanRun(ctx) ? 0 : workerThreadsFor(lanes, settings)
   return settings !== undefined && threads > 0
-    ? startLanes(ctx, settings, { lanes, threads }, WORKER_URL)
-    : inProcessRunner(ctx, lanes)
+    ? startLanes(ctx, settings, { lanes, threads, overlap }, WORKER_URL)
+    : inProcessRunner(ctx, lanes, overlap)
 }

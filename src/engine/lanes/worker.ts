@@ -31,8 +31,8 @@ import { chunkUnitWork, type ChunkWork } from "../modes/chunk-work.js"
 /**
  * A chunk worker thread (started by pool.ts): reads the config file again, builds the export's source (its own
  * connections), format and sink once, then runs the chunks the main thread sends with the same `runUnit` as the
- * main thread — one reading at a time, the next one sent as soon as the one before is read (it may still be
- * finishing its last part). It reports each chunk's totals every 200 ms and its parts; the main thread keeps
+ * main thread — one reading at a time, the next one sent as soon as the one before is read (the chunks before it
+ * may still be finishing their last parts). It reports each chunk's totals every 200 ms and its parts; the main thread keeps
  * planning, state, the manifest and `_SUCCESS`.
  */
 

@@ -44,18 +44,23 @@ export const chunkUnitWork = (work: ChunkWork): UnitWork => ({
 })
 
 /**
- * Runs `use` with what `take` gives (a permit to read, an idle lane) and gives it back once: as soon as the chunk's
- * source is read (`use` passes `read` on as the unit's `onSourceEnd`), or when the chunk ends. The next chunk then
- * reads while the one before finishes its last part — the server is not left idle meanwhile.
+ * Runs `use` with what `take` gives (a permit to read, an idle lane) and gives it back once: with `early`, as soon as
+ * the chunk's source is read (`use` passes `read` on as the unit's `onSourceEnd`), else — and at the latest — when
+ * the chunk ends. Given back early, the next chunk reads while the one before finishes its last part: the server is
+ * not left idle meanwhile.
  */
 export const heldWhileReading = <R, A, E>(
   take: Effect.Effect<R>,
   giveBack: (held: R) => Effect.Effect<unknown>,
+  early: boolean,
   use: (held: R, read: Effect.Effect<void>) => Effect.Effect<A, E>
 ): Effect.Effect<A, E> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(restore(take), (held) =>
-      Effect.flatMap(Effect.once(Effect.asVoid(giveBack(held))), (back) => Effect.ensuring(restore(use(held, back)), back))
+      // Uninterruptible: an interruption between `once`'s flag and the give-back would lose the permit or lane.
+      Effect.flatMap(Effect.map(Effect.once(Effect.asVoid(giveBack(held))), Effect.uninterruptible), (back) =>
+        Effect.ensuring(restore(use(held, early ? back : Effect.void)), back)
+      )
     )
   )
 
@@ -63,11 +68,14 @@ export const heldWhileReading = <R, A, E>(
 export const runChunkHere = (ctx: UnitContext, work: ChunkWork, read: Effect.Effect<void>): Effect.Effect<UnitOutcome, RivetError> =>
   runAttempt(ctx, { ...chunkUnitWork(work), onSourceEnd: () => read })
 
-/** Runs chunks in the calling thread, at most `readers` of them reading at once (see heldWhileReading). */
-export const inProcessRunner = (ctx: UnitContext, readers: number): Effect.Effect<ChunkRunner> =>
+/**
+ * Runs chunks in the calling thread, at most `readers` of them reading at once; with `overlap`, a chunk's permit
+ * passes on as soon as it is read (see heldWhileReading).
+ */
+export const inProcessRunner = (ctx: UnitContext, readers: number, overlap: boolean): Effect.Effect<ChunkRunner> =>
   Effect.map(
     Effect.makeSemaphore(readers),
     (permits): ChunkRunner =>
       (work) =>
-        heldWhileReading(permits.take(1), () => permits.release(1), (_, read) => runChunkHere(ctx, work, read))
+        heldWhileReading(permits.take(1), () => permits.release(1), overlap, (_, read) => runChunkHere(ctx, work, read))
   )

@@ -191,11 +191,13 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
         )
 
       const lanes = Math.min(mode.parallel, pending.length)
-      const runnerFor = (lanes: number) => ctx.chunkRunner?.(lanes) ?? inProcessRunner(ctx, lanes)
+      const runnerFor = (lanes: number, overlap: boolean) => ctx.chunkRunner?.(lanes, overlap) ?? inProcessRunner(ctx, lanes, overlap)
       if (ctx.worker !== undefined) {
         const claimed = yield* executeClaimed(ctx, ctx.worker, journal, {
           parallel: mode.parallel,
-          runner: runnerFor(mode.parallel),
+          // A claim loop takes its next chunk only once its chunk is committed: a lane passed on early would let a
+          // lost claim's interruption (which stops the lane's thread) hit the chunk another loop runs there.
+          runner: runnerFor(mode.parallel, false),
           runChunk: (runner, unit, commit) =>
             Effect.flatMap(decodeSpec(unit.spec), (spec) => runChunk(runner, { unit, spec }, commit))
         })
@@ -212,7 +214,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
       const finished = new Map(
         yield* Effect.scoped(
           Effect.gen(function* () {
-            const runner = yield* runnerFor(lanes)
+            const runner = yield* runnerFor(lanes, true)
             const commit = (chunk: Chunk) => (outcome: UnitOutcome) =>
               Effect.zipRight(
                 mode.checkpoint

@@ -43,9 +43,12 @@ export interface ExportContext {
   readonly worker?: WorkerJoin | undefined
   /**
    * Where chunked mode runs its chunks, `lanes` at a time: worker threads when the run allows it
-   * (src/engine/lanes), else — and when absent — this thread. Lives as long as the given scope.
+   * (src/engine/lanes), else — and when absent — this thread; with `overlap`, a lane takes its next chunk as soon as
+   * the one before is read. Lives as long as the given scope.
    */
-  readonly chunkRunner?: ((lanes: number) => Effect.Effect<ChunkRunner, RivetError, Scope.Scope>) | undefined
+  readonly chunkRunner?:
+    | ((lanes: number, overlap: boolean) => Effect.Effect<ChunkRunner, RivetError, Scope.Scope>)
+    | undefined
 }
 
 /** `SELECT * FROM "schema"."table"` for a table shortcut, or the export's own query. */

@@ -114,8 +114,9 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
       const statements: Array<string> = []
 
       // A page is forked, and the next one starts as soon as it is read (its last key known) while it finishes its
-      // part; pages are committed in order, each once done. What a page read is known when its source ends, or when
-      // the page ends without that (a transform that stopped reading early).
+      // part. Each page is committed as soon as it is done, in order: a chain of forked commits, each waiting for the
+      // one before. What a page read is known when its source ends, or when the page ends without that (a transform
+      // that stopped reading early).
       const startPage = (current: number, query: SourceQuery) =>
         Effect.gen(function* () {
           const read = yield* Deferred.make<SourceRead>()
@@ -138,9 +139,19 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
           const whenRead = Effect.raceFirst(Deferred.await(read), Fiber.join(fiber))
           return { fiber, whenRead }
         })
-      const commit = (current: number, from: ReadonlyArray<string> | undefined, fiber: Fiber.Fiber<UnitOutcome, RivetError>) =>
+      const commit = (current: number, from: ReadonlyArray<string> | undefined, fiber: Fiber.Fiber<UnitOutcome, RivetError>, read: SourceRead) =>
         Effect.gen(function* () {
           const outcome = yield* Fiber.join(fiber)
+          // The next page started after the key this page's source ended on; an attempt that read the page again
+          // after that (a retried failure) must have ended on the same key, or the pages would not join up.
+          if (JSON.stringify(outcome.last) !== JSON.stringify(read.last)) {
+            return yield* new SourceError({
+              source: ctx.source.label,
+              message: `export '${spec.name}': page ${current} was read again and ended on another key than the page after it started from`,
+              hint: "run the export again (with --resume for a checkpointed run)",
+              retryable: false
+            })
+          }
           if (mode.checkpoint) {
             yield* state.commitUnit(
               journal.runId,
@@ -160,21 +171,26 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
           yield* progress.unitDone
         })
 
-      let finishing: Effect.Effect<void, RivetError> = Effect.void
+      let committed: Fiber.Fiber<void, RivetError> = yield* Effect.fork(Effect.void)
+      // Fails as soon as a commit of the chain fails, else never.
+      const commitFailed = (chain: Fiber.Fiber<void, RivetError>) => Effect.zipRight(Fiber.join(chain), Effect.never)
       for (;;) {
         const current = page
         const query = pageQuery(after)
         statements.push(statementOf(ctx, query))
         const { fiber, whenRead } = yield* startPage(current, query)
-        // A page that fails still lets the one before commit, so --resume does not read it again.
-        const read = yield* Effect.tapError(whenRead, () => Effect.ignore(finishing))
-        yield* finishing
+        const read = yield* Effect.raceFirst(whenRead, commitFailed(committed)).pipe(
+          // A page that fails still lets the pages before it commit, so --resume does not read them again.
+          Effect.tapError(() => Effect.ignore(Fiber.join(committed))),
+          Effect.onError(() => Fiber.interrupt(fiber))
+        )
         sourceRows += read.sourceRows
         if (read.sourceRows === 0) {
           yield* Fiber.join(fiber)
           break
         }
         if (read.last.some((value) => value === undefined)) {
+          yield* Fiber.interrupt(fiber)
           return yield* new SourceError({
             source: ctx.source.label,
             message: `export '${spec.name}': page ${current} ended on a row with a NULL key`,
@@ -182,14 +198,13 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
             retryable: false
           })
         }
-        finishing = commit(current, after, fiber)
-        if (read.sourceRows < mode.pageSize) {
-          yield* finishing
-          break
-        }
+        const before = committed
+        committed = yield* Effect.fork(Effect.zipRight(Fiber.join(before), commit(current, after, fiber, read)))
+        if (read.sourceRows < mode.pageSize) break
         page++
         after = read.last as ReadonlyArray<string>
       }
+      yield* Fiber.join(committed)
       return { parts, unrecorded, schema, sourceRows, partStem: pageRunStem(spec.name, journal.startedAt), statements }
     })
 

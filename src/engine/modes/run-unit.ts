@@ -222,14 +222,18 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
             )
           )
         )
-      // The result has a scope of its own, closed as soon as its last row is read rather than with the unit.
+      // The result has a scope of its own, closed as soon as its last row is read rather than with the unit — and
+      // uninterruptibly, as a scope always is: a close cut short would skip the finalizers after the one it was in
+      // (the transaction's end), and the unit's own close of the result would find it closed already.
       const resultScope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
       const opened = yield* Scope.extend(openUnit(ctx, work), resultScope)
       const afterLastRow = (read: () => SourceRead) =>
         Stream.execute(
-          Effect.zipRight(
-            Scope.close(resultScope, Exit.void),
-            Effect.suspend(() => work.onSourceEnd?.(read()) ?? Effect.void)
+          Effect.uninterruptible(
+            Effect.zipRight(
+              Scope.close(resultScope, Exit.void),
+              Effect.suspend(() => work.onSourceEnd?.(read()) ?? Effect.void)
+            )
           )
         )
       if (opened._tag === "Rendered") {
