@@ -191,6 +191,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
         }
         if (read.last.some((value) => value === undefined)) {
           yield* Fiber.interrupt(fiber)
+          yield* Effect.ignore(Fiber.join(committed))
           return yield* new SourceError({
             source: ctx.source.label,
             message: `export '${spec.name}': page ${current} ended on a row with a NULL key`,
