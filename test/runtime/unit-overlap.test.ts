@@ -26,16 +26,16 @@ const HOLD_MS = 5_000
 
 /**
  * Ids 1..6, by key range (chunked) or after a key (keyset); each result's open and close are logged and announced.
- * Unit `failUnit` fails (for good) instead of giving its rows.
+ * Unit `failUnit` fails (for good) instead of giving its rows; unit `nullKeyUnit` gives rows whose keys are NULL.
  */
 const loggingSource = (
   events: Array<string>,
   announce: (event: string) => void,
-  failUnit: number | undefined,
+  faults: { readonly failUnit?: number | undefined; readonly nullKeyUnit?: number | undefined },
   before: (unit: number) => Promise<void>
 ) => {
   let opened = 0
-  const rowsOf = (query: SourceQuery): ReadonlyArray<bigint> => {
+  const rowsOf = (query: SourceQuery): ReadonlyArray<bigint | null> => {
     const filter = query.where?.[0]
     const ids =
       filter?._tag === "Between"
@@ -65,8 +65,8 @@ const loggingSource = (
               announce(`close ${unit}`)
             })
         )
-        const rows = rowsOf(query)
-        if (unit === failUnit) {
+        const rows = unit === faults.nullKeyUnit ? rowsOf(query).map(() => null) : rowsOf(query)
+        if (unit === faults.failUnit) {
           const error = new SourceError({ source: "logging", message: `unit ${unit} cannot be read`, retryable: false })
           return { schema, batches: Stream.fail(error) }
         }
@@ -145,6 +145,7 @@ const run = async (
   options: {
     readonly failFirst?: boolean
     readonly failUnit?: number
+    readonly nullKeyUnit?: number
     /** Unit 2 gives its rows only once the state file records unit 1's page (at most HOLD_MS). */
     readonly page2AfterPage1Committed?: boolean
   } = {}
@@ -170,7 +171,7 @@ const run = async (
       }
     }
   }
-  const source = loggingSource(events, announce, options.failUnit, before)
+  const source = loggingSource(events, announce, options, before)
   const sink = holdingSink(events, release, options.failFirst ?? false)
   const reporter: ProgressReporterShape = {
     started: () => Effect.void,
@@ -241,5 +242,12 @@ describe("a unit's part is finished while the next unit reads", () => {
     if (outcome._tag !== "success") throw new Error(`the run failed: ${outcome.error.message}`)
     expect(events.indexOf("page 1 committed")).toBeGreaterThan(events.indexOf("put 1"))
     expect(events.indexOf("page 1 committed")).toBeLessThan(events.indexOf("close 2"))
+  })
+  it("keyset: a page of NULL keys fails the run, after the page before it was put", async () => {
+    const { outcome, events } = await run({ mode: "keyset", page_size: 2, chunk_checkpoint: true }, { nullKeyUnit: 2 })
+    if (outcome._tag !== "failure") throw new Error("the run succeeded although page 2's keys were NULL")
+    expect(outcome.error.message).toBe("export 'ids': page 1 ended on a row with a NULL key")
+    expect(events).toContain("put 1")
+    expect(events).not.toContain("open 3")
   })
 })
