@@ -181,12 +181,13 @@ describe("rivet run → s3: retries and failures", () => {
     expect(run.interrupted).toBe(true)
     expect(run.code).toBe(130)
     expect(countOf(run.requests, "CompleteMultipartUpload")).toBe(0)
-    // The upload is aborted once; when the signal lands while the abort is in flight, its response can be cut
-    // (logged without a status) and the cleanup's own abort then finds the upload gone (404). Either way none is
-    // left open.
-    const aborts = run.requests.filter((request) => request.operation === "AbortMultipartUpload")
-    expect(aborts.length).toBeGreaterThanOrEqual(1)
-    expect(aborts.filter((request) => request.status === 204 || request.status === 0).length).toBe(1)
+    // The upload is aborted once (204). The run's cleanup aborts it again, and finds it gone (404) — unless the
+    // process exits first: a response cut by the exit is logged without a status (0), and so is the first abort's
+    // when the signal lands while it is in flight. Either way no abort fails and none is left open.
+    const aborts = run.requests.filter((request) => request.operation === "AbortMultipartUpload").map((request) => request.status)
+    expect(aborts.filter((status) => status === 204 || status === 0).length).toBeGreaterThanOrEqual(1)
+    expect(aborts.filter((status) => status === 204).length).toBeLessThanOrEqual(1)
+    expect(aborts.filter((status) => status !== 204 && status !== 404 && status !== 0)).toEqual([])
     await expectNothingLeft("interrupt/")
   })
 })
