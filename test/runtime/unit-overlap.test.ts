@@ -10,7 +10,14 @@ import { afterAll, describe, expect, it } from "vitest"
 import { loadConfig } from "../../src/api.js"
 import { type BatchSchema, makeBatch } from "../../src/core/batch.js"
 import { SinkError, SourceError } from "../../src/core/errors.js"
-import { defineSink, defineSource, SinkDriver, SourceDriver, type SourceQuery } from "../../src/core/plugin.js"
+import {
+  type BatchTransform,
+  defineSink,
+  defineSource,
+  SinkDriver,
+  SourceDriver,
+  type SourceQuery
+} from "../../src/core/plugin.js"
 import { ProgressReporter, type ProgressReporterShape } from "../../src/core/progress.js"
 import * as Sink from "../../src/core/sink/index.js"
 import { runConfig } from "../../src/engine/run.js"
@@ -26,17 +33,24 @@ const HOLD_MS = 5_000
 
 /**
  * Ids 1..6, by key range (chunked) or after a key (keyset); each result's open and close are logged and announced.
- * Unit `failUnit` fails (for good) instead of giving its rows; unit `nullKeyUnit` gives rows whose keys are NULL.
+ * Unit `failUnit` fails (for good) instead of giving its rows; unit `nullKeyUnit` gives rows whose keys are NULL; with
+ * `shorterOnReread`, the first page read a second time ends one row earlier.
  */
 const loggingSource = (
   events: Array<string>,
   announce: (event: string) => void,
-  faults: { readonly failUnit?: number | undefined; readonly nullKeyUnit?: number | undefined },
+  faults: {
+    readonly failUnit?: number | undefined
+    readonly nullKeyUnit?: number | undefined
+    readonly shorterOnReread?: boolean | undefined
+  },
   before: (unit: number) => Promise<void>
 ) => {
   let opened = 0
+  let firstPageReads = 0
   const rowsOf = (query: SourceQuery): ReadonlyArray<bigint | null> => {
     const filter = query.where?.[0]
+    if (filter === undefined && faults.shorterOnReread === true && ++firstPageReads > 1) return IDS.slice(0, (query.limit ?? 2) - 1)
     const ids =
       filter?._tag === "Between"
         ? IDS.filter((id) => id >= BigInt(filter.low) && id <= BigInt(filter.high))
@@ -131,6 +145,19 @@ const pagesCommitted = (file: string): ReadonlyArray<number> => {
   }
 }
 
+/** A transform that passes the rows on and fails with a retryable error after them, the first time they end only. */
+const failingOnce = (): BatchTransform => {
+  let failed = false
+  const lost = new SourceError({ source: "transform", message: "lost after the last row", retryable: true })
+  return ({ schema, batches }) => ({
+    schema,
+    batches: Stream.concat(
+      batches,
+      Stream.suspend(() => (failed ? Stream.empty : ((failed = true), Stream.fail(lost))))
+    )
+  })
+}
+
 const dirs: Array<string> = []
 afterAll(() => {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
@@ -146,6 +173,9 @@ const run = async (
     readonly failFirst?: boolean
     readonly failUnit?: number
     readonly nullKeyUnit?: number
+    readonly shorterOnReread?: boolean
+    /** The export's first attempt fails with a retryable error once its rows are all read (a program's transform). */
+    readonly failFirstAttemptAtEnd?: boolean
     /** Unit 2 gives its rows only once the state file records unit 1's page (at most HOLD_MS). */
     readonly page2AfterPage1Committed?: boolean
   } = {}
@@ -186,7 +216,11 @@ const run = async (
   }
   const [outcome] = await Effect.runPromise(
     Effect.flatMap(loadConfig(config as never, { configDir: dir, plugins: [source as never, sink as never] }), (loaded) =>
-      runConfig(loaded, { state: sqliteStateLayer(options.page2AfterPage1Committed ? stateFile : ":memory:") })
+      runConfig(loaded, {
+        state: sqliteStateLayer(options.page2AfterPage1Committed ? stateFile : ":memory:"),
+        retry: { maxRetries: 2, initialDelay: "1 millis", maxDelay: "2 millis" },
+        ...(options.failFirstAttemptAtEnd ? { transforms: { ids: failingOnce() } } : {})
+      })
     ).pipe(Effect.provide(Layer.succeed(ProgressReporter, reporter)))
   )
   return { outcome: outcome!, events }
@@ -249,5 +283,13 @@ describe("a unit's part is finished while the next unit reads", () => {
     expect(outcome.error.message).toBe("export 'ids': page 1 ended on a row with a NULL key")
     expect(events).toContain("put 1")
     expect(events).not.toContain("open 3")
+  })
+  it("keyset: a page read again after the next page started from its last key must end on that key, or the run fails", async () => {
+    const options = { failFirstAttemptAtEnd: true, shorterOnReread: true }
+    const { outcome } = await run({ mode: "keyset", page_size: 2, chunk_checkpoint: true }, options)
+    if (outcome._tag !== "failure") throw new Error("the run succeeded although page 0 was re-read with another last key")
+    expect(outcome.error.message).toBe(
+      "export 'ids': page 0 was read again and ended on another key than the page after it started from"
+    )
   })
 })

@@ -180,6 +180,16 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
         statements.push(statementOf(ctx, query))
         const { fiber, whenRead } = yield* startPage(current, query)
         const read = yield* Effect.raceFirst(whenRead, commitFailed(committed)).pipe(
+          Effect.filterOrFail(
+            (read) => read.sourceRows === 0 || read.last.every((value) => value !== undefined),
+            () =>
+              new SourceError({
+                source: ctx.source.label,
+                message: `export '${spec.name}': page ${current} ended on a row with a NULL key`,
+                hint: "page by NOT NULL columns",
+                retryable: false
+              })
+          ),
           // A page that fails still lets the pages before it commit, so --resume does not read them again.
           Effect.tapError(() => Effect.ignore(Fiber.join(committed))),
           Effect.onError(() => Fiber.interrupt(fiber))
@@ -188,16 +198,6 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
         if (read.sourceRows === 0) {
           yield* Fiber.join(fiber)
           break
-        }
-        if (read.last.some((value) => value === undefined)) {
-          yield* Fiber.interrupt(fiber)
-          yield* Effect.ignore(Fiber.join(committed))
-          return yield* new SourceError({
-            source: ctx.source.label,
-            message: `export '${spec.name}': page ${current} ended on a row with a NULL key`,
-            hint: "page by NOT NULL columns",
-            retryable: false
-          })
         }
         const before = committed
         committed = yield* Effect.fork(Effect.zipRight(Fiber.join(before), commit(current, after, fiber, read)))
