@@ -144,14 +144,20 @@ exports:
     expect(manifest.parts).toHaveLength(18)
   }, 300_000)
 
-  it("RIVET_LANES=0 keeps every chunk in one thread", async () => {
+  // Unset (empty), the cores decide: on two, both lanes stay in this thread; with more, a worker thread joins.
+  const manyCores = os.availableParallelism() > 2
+  it.each([
+    ["RIVET_LANES=0: every chunk in this thread", "0", false],
+    [`RIVET_LANES unset on ${os.availableParallelism()} cores: ${manyCores ? "a worker thread" : "every chunk in this thread"}`, "", manyCores]
+  ] as const)("%s", async (_label, lanes, workers) => {
     const config = configFile(`source: { type: postgres, url: "${testPgUrl()}" }
 exports:
   - { name: one_thread, query: "SELECT * FROM lanes_src WHERE id <= 60000", chunk_column: id, mode: chunked, chunk_size: 10000, parallel: 2, format: csv, destination: { type: local, path: out } }
 `)
-    const result = await runCli(["run", "-c", config], { env: { RIVET_LANES: "0" } })
+    const result = await runCli(["run", "-c", config], { env: { RIVET_LANES: lanes } })
     expect(result.code, result.stderr).toBe(0)
-    expect(result.stderr).not.toMatch(/worker thread/)
+    if (workers) expect(result.stderr).toMatch(/chunks ran in/)
+    else expect(result.stderr).not.toMatch(/worker thread|chunks ran in/)
     expect(expectExactDestination(path.join(path.dirname(config), "out")).row_count).toBe(20_000)
   }, 120_000)
 
