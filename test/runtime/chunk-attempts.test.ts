@@ -3,52 +3,39 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { afterAll, describe, expect, it } from "vitest"
 import { loadConfig } from "../../src/api.js"
-import { type BatchSchema, makeBatch } from "../../src/core/batch.js"
+import { makeBatch } from "../../src/core/batch.js"
 import { exitCodeOf, SourceError } from "../../src/core/errors.js"
-import { defineSource, SourceDriver, type SourceQuery } from "../../src/core/plugin.js"
+import type { SourceQuery } from "../../src/core/plugin.js"
 import { ProgressReporter, type ProgressReporterShape } from "../../src/core/progress.js"
 import { runConfig } from "../../src/engine/run.js"
 import { sqliteStateLayer } from "../../src/state/sqlite.js"
+import { idSchema as schema, idSource } from "../support/id-source.js"
 import { filesUnder } from "../support/output.js"
 
 // chunk_max_attempts: how often one chunk (or page) is read before the run gives up, against a source whose chunk
 // 3..4 loses its connection a given number of times.
 
-const schema: BatchSchema = { columns: [{ name: "id", type: { kind: "int64" } }] }
-
 /** A source of ids 1..4 whose chunk starting at 3 fails with a retryable error its first `failures` times. */
 const flakySource = (failures: number) => {
   const opened = new Map<string, number>()
-  const driver = {
-    label: "Flaky",
-    displayUrl: "flaky:",
-    check: Effect.void,
-    describe: () => Effect.succeed({ schema, primaryKey: ["id"] }),
-    bounds: () => Effect.succeed({ min: "1", max: "4", hasNulls: false }),
-    open: (query: SourceQuery) =>
-      Effect.suspend(() => {
-        const range = query.where?.[0]
-        if (range?._tag !== "Between") return Effect.die("a chunk query has one Between filter")
-        const attempt = (opened.get(range.low) ?? 0) + 1
-        opened.set(range.low, attempt)
-        const ids = [BigInt(range.low), BigInt(range.high)]
-        const batches = Stream.make(makeBatch(schema, [ids]))
-        const lost = new SourceError({ source: "flaky", message: `connection lost (attempt ${attempt})`, retryable: true })
-        return Effect.succeed({
-          schema,
-          batches: range.low === "3" && attempt <= failures ? Stream.concat(batches, Stream.fail(lost)) : batches
-        })
+  const plugin = idSource("flaky", 4, (query: SourceQuery) =>
+    Effect.suspend(() => {
+      const range = query.where?.[0]
+      if (range?._tag !== "Between") return Effect.die("a chunk query has one Between filter")
+      const attempt = (opened.get(range.low) ?? 0) + 1
+      opened.set(range.low, attempt)
+      const ids = [BigInt(range.low), BigInt(range.high)]
+      const batches = Stream.make(makeBatch(schema, [ids]))
+      const lost = new SourceError({ source: "flaky", message: `connection lost (attempt ${attempt})`, retryable: true })
+      return Effect.succeed({
+        schema,
+        batches: range.low === "3" && attempt <= failures ? Stream.concat(batches, Stream.fail(lost)) : batches
       })
-  }
-  const plugin = defineSource({
-    type: "flaky",
-    config: Schema.Struct({}),
-    make: () => Layer.succeed(SourceDriver, driver)
-  })
+    })
+  )
   return { plugin, attemptsOf: (low: string) => opened.get(low) ?? 0 }
 }
 

@@ -3,50 +3,41 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { afterAll, describe, expect, it } from "vitest"
 import { loadConfig } from "../../src/api.js"
-import { type BatchSchema, makeBatch } from "../../src/core/batch.js"
+import { makeBatch } from "../../src/core/batch.js"
 import { SourceError } from "../../src/core/errors.js"
-import { defineSource, SourceDriver, type SourceQuery } from "../../src/core/plugin.js"
+import type { SourceQuery } from "../../src/core/plugin.js"
 import { type ExportProgress, ProgressReporter, type ProgressReporterShape } from "../../src/core/progress.js"
 import { runConfig } from "../../src/engine/run.js"
 import { sqliteStateLayer } from "../../src/state/sqlite.js"
+import { idSchema as schema, idSource } from "../support/id-source.js"
 
 // What a reporter sees of a run: the counters it is shown must end equal to what the manifest lists, even when a
 // chunk fails half-way and is read again, and a reporter that takes its time must not break the run.
 
-const schema: BatchSchema = { columns: [{ name: "id", type: { kind: "int64" } }] }
 const MAX = 400
 
 /** Ids 1..MAX in batches of 10; the chunk starting at `flaky` fails once after its first batch (a lost connection). */
 const idsSource = (options: { readonly estimate: Effect.Effect<number | undefined, SourceError>; readonly flaky?: string }) => {
   const failed = new Set<string>()
-  const driver = {
-    label: "Ids",
-    displayUrl: "ids:",
-    check: Effect.void,
-    describe: () => Effect.succeed({ schema, primaryKey: ["id"] }),
-    bounds: () => Effect.succeed({ min: "1", max: String(MAX), hasNulls: false }),
-    estimateRows: () => options.estimate,
-    open: (query: SourceQuery) =>
-      Effect.suspend(() => {
-        const filter = query.where?.[0]
-        const low = filter?._tag === "Between" ? Number(filter.low) : filter?._tag === "After" ? Number(filter.values[0]) + 1 : 1
-        const last = filter?._tag === "Between" ? Number(filter.high) : MAX
-        const high = Math.min(last, query.limit === undefined ? MAX : low + query.limit - 1)
-        const batches = Stream.range(low, high).pipe(
-          Stream.grouped(10),
-          Stream.map((ids) => makeBatch(schema, [[...ids].map(BigInt)]))
-        )
-        if (String(low) !== options.flaky || failed.has(String(low))) return Effect.succeed({ schema, batches })
-        failed.add(String(low))
-        const lost = new SourceError({ source: "ids", message: "connection lost", retryable: true })
-        return Effect.succeed({ schema, batches: Stream.concat(Stream.take(batches, 1), Stream.fail(lost)) })
-      })
-  }
-  return defineSource({ type: "ids", config: Schema.Struct({}), make: () => Layer.succeed(SourceDriver, driver) })
+  const open = (query: SourceQuery) =>
+    Effect.suspend(() => {
+      const filter = query.where?.[0]
+      const low = filter?._tag === "Between" ? Number(filter.low) : filter?._tag === "After" ? Number(filter.values[0]) + 1 : 1
+      const last = filter?._tag === "Between" ? Number(filter.high) : MAX
+      const high = Math.min(last, query.limit === undefined ? MAX : low + query.limit - 1)
+      const batches = Stream.range(low, high).pipe(
+        Stream.grouped(10),
+        Stream.map((ids) => makeBatch(schema, [[...ids].map(BigInt)]))
+      )
+      if (String(low) !== options.flaky || failed.has(String(low))) return Effect.succeed({ schema, batches })
+      failed.add(String(low))
+      const lost = new SourceError({ source: "ids", message: "connection lost", retryable: true })
+      return Effect.succeed({ schema, batches: Stream.concat(Stream.take(batches, 1), Stream.fail(lost)) })
+    })
+  return idSource("ids", MAX, open, () => options.estimate)
 }
 
 const dirs: Array<string> = []

@@ -8,26 +8,19 @@ import * as Stream from "effect/Stream"
 import Database from "better-sqlite3"
 import { afterAll, describe, expect, it } from "vitest"
 import { loadConfig } from "../../src/api.js"
-import { type BatchSchema, makeBatch } from "../../src/core/batch.js"
+import { makeBatch } from "../../src/core/batch.js"
 import { SinkError, SourceError } from "../../src/core/errors.js"
-import {
-  type BatchTransform,
-  defineSink,
-  defineSource,
-  SinkDriver,
-  SourceDriver,
-  type SourceQuery
-} from "../../src/core/plugin.js"
+import { type BatchTransform, defineSink, SinkDriver, type SourceQuery } from "../../src/core/plugin.js"
 import { ProgressReporter, type ProgressReporterShape } from "../../src/core/progress.js"
 import * as Sink from "../../src/core/sink/index.js"
 import { runConfig } from "../../src/engine/run.js"
 import { sqliteStateLayer } from "../../src/state/sqlite.js"
+import { idSchema as schema, idSource } from "../support/id-source.js"
 
 // A chunk's or page's result closes as soon as its last row is read, and the next unit starts reading while the one
 // before still writes its part. The sink below holds the first data part back until a second unit has been opened:
 // were the units run one after the other, it would wait out its timeout and fail the run.
 
-const schema: BatchSchema = { columns: [{ name: "id", type: { kind: "int64" } }] }
 const IDS = [1n, 2n, 3n, 4n, 5n, 6n]
 const HOLD_MS = 5_000
 
@@ -59,36 +52,29 @@ const loggingSource = (
           : IDS
     return ids.slice(0, query.limit ?? ids.length)
   }
-  const driver = {
-    label: "Logging",
-    displayUrl: "logging:",
-    check: Effect.void,
-    describe: () => Effect.succeed({ schema, primaryKey: ["id"] }),
-    bounds: () => Effect.succeed({ min: "1", max: "6", hasNulls: false }),
-    open: (query: SourceQuery) =>
-      Effect.gen(function* () {
-        const unit = ++opened
-        yield* Effect.acquireRelease(
+  return idSource("logging", 6, (query: SourceQuery) =>
+    Effect.gen(function* () {
+      const unit = ++opened
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          events.push(`open ${unit}`)
+          announce(`open ${unit}`)
+        }),
+        () =>
           Effect.sync(() => {
-            events.push(`open ${unit}`)
-            announce(`open ${unit}`)
-          }),
-          () =>
-            Effect.sync(() => {
-              events.push(`close ${unit}`)
-              announce(`close ${unit}`)
-            })
-        )
-        const rows = unit === faults.nullKeyUnit ? rowsOf(query).map(() => null) : rowsOf(query)
-        if (unit === faults.failUnit) {
-          const error = new SourceError({ source: "logging", message: `unit ${unit} cannot be read`, retryable: false })
-          return { schema, batches: Stream.fail(error) }
-        }
-        const batches = rows.length === 0 ? Stream.empty : Stream.make(makeBatch(schema, [rows]))
-        return { schema, batches: Stream.concat(Stream.execute(Effect.promise(() => before(unit))), batches) }
-      })
-  }
-  return defineSource({ type: "logging", config: Schema.Struct({}), make: () => Layer.succeed(SourceDriver, driver) })
+            events.push(`close ${unit}`)
+            announce(`close ${unit}`)
+          })
+      )
+      const rows = unit === faults.nullKeyUnit ? rowsOf(query).map(() => null) : rowsOf(query)
+      if (unit === faults.failUnit) {
+        const error = new SourceError({ source: "logging", message: `unit ${unit} cannot be read`, retryable: false })
+        return { schema, batches: Stream.fail(error) }
+      }
+      const batches = rows.length === 0 ? Stream.empty : Stream.make(makeBatch(schema, [rows]))
+      return { schema, batches: Stream.concat(Stream.execute(Effect.promise(() => before(unit))), batches) }
+    })
+  )
 }
 
 /**
