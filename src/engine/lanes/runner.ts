@@ -71,8 +71,9 @@ const workersCanRun = (ctx: ExportContext): boolean =>
  * `overlap`, a lane takes its next chunk as soon as the one before is read.
  */
 export const chunkRunnerFor = (ctx: ExportContext, settings: LaneSettings | undefined) => (lanes: number, overlap: boolean) => {
-  const threads = settings === undefined || !workersCanRun(ctx) ? 0 : workerThreadsFor(lanes, settings)
-  return settings !== undefined && threads > 0
-    ? startLanes(ctx, settings, { lanes, threads, overlap }, WORKER_URL)
-    : inProcessRunner(ctx, lanes, overlap)
+  if (settings !== undefined && workersCanRun(ctx)) {
+    const threads = workerThreadsFor(lanes, settings)
+    if (threads > 0) return startLanes(ctx, settings, { lanes, threads, overlap }, WORKER_URL)
+  }
+  return inProcessRunner(ctx, lanes, overlap)
 }

@@ -142,9 +142,10 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
       const commit = (current: number, from: ReadonlyArray<string> | undefined, fiber: Fiber.Fiber<UnitOutcome, RivetError>, read: SourceRead) =>
         Effect.gen(function* () {
           const outcome = yield* Fiber.join(fiber)
+          const lastKey = JSON.stringify(outcome.last)
           // The next page started after the key this page's source ended on; an attempt that read the page again
           // after that (a retried failure) must have ended on the same key, or the pages would not join up.
-          if (JSON.stringify(outcome.last) !== JSON.stringify(read.last)) {
+          if (lastKey !== JSON.stringify(read.last)) {
             return yield* new SourceError({
               source: ctx.source.label,
               message: `export '${spec.name}': page ${current} was read again and ended on another key than the page after it started from`,
@@ -160,7 +161,7 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
                 spec: JSON.stringify({ after: from ?? null }),
                 status: "done",
                 rows: outcome.rows,
-                lastKey: JSON.stringify(outcome.last)
+                lastKey
               },
               outcome.parts
             )
