@@ -3,9 +3,9 @@ import { defineConfig } from "vitest/config"
 /**
  * Files that start the CLI in bulk, change process.env or kill processes, and the embedded server's test: on a worker
  * thread, starting the server of a data directory this process already runs gives that server (chunk lanes share
- * it, embedded-owner.ts) where the test expects a refusal. Each runs in a fresh process.
+ * it, src/embedded-postgres/owner.ts) where the test expects a refusal. Each runs in a fresh process.
  */
-const ISOLATED = ["test/e2e/**/*.test.ts", "test/examples/**/*.test.ts", "test/sources/postgres/embedded.test.ts"]
+const ISOLATED = ["test/e2e/**/*.test.ts", "test/examples/**/*.test.ts", "test/embedded-postgres/server.test.ts"]
 
 export default defineConfig({
   test: {

@@ -51,7 +51,7 @@ const { plans, chunks: payloads } = await Effect.runPromise(
   Effect.scoped(
     Effect.gen(function* () {
       const sql = yield* openSession(pool, settings, context)
-      const query = { exportName: "bench", sql: select, batchSize: batchRows, columnTypes: new Map() }
+      const query = { exportName: "bench", base: { _tag: "Query", sql: select } as const, batchSize: batchRows, columnTypes: new Map() }
       const { plans } = yield* planStatement(sql, query, { text: select, params: [] }, context)
       const readers = plans.map(fieldReader)
       const chunks: Array<Uint8Array> = []

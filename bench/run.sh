@@ -11,7 +11,7 @@
 #   BENCH_ROWS=N                        every shape at N rows (tables bench_rN, bench_narrow_rN, bench_text_rN;
 #                                       the 4M run on bench_r2N), for a quick check of the script itself
 # e.g. BENCH_SHAPES=narrow BENCH_FORMATS=csv BENCH_DUCKDB=0 BENCH_REPEAT=3 bash bench/run.sh
-# Prints one Markdown table per shape; docs/benchmarks.md records its output with the command.
+# Prints one Markdown table per shape; bench/LOG.md records each run with its command, docs/benchmarks.md the latest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PG_URL=${RIVET_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}

@@ -1,4 +1,4 @@
-// Bundles the CLI (and the lanes worker it starts) into dist/bundle/: one module graph instead of ~1 500 files cuts
+// Bundles the CLI (and the worker threads it starts) into dist/bundle/: one module graph instead of ~1 500 files cuts
 // the CLI's start-up from ~0.75 s to ~0.3 s (loading and compiling modules dominates a short run). The library entry
 // points (`rivet-export`, `rivet-export/plugin`, `rivet-export/testing`) stay the unbundled tsc output in dist/.
 import { rename, rm } from "node:fs/promises"
@@ -12,13 +12,18 @@ const previous = `${target}.old-${process.pid}`
 await build({
   entryPoints: {
     main: "dist/cli/main.js",
-    worker: "dist/engine/lanes/worker.js",
-    "encoder-worker": "dist/plugins/formats/thread/encoder-worker.js"
+    "lanes-worker": "dist/lanes-worker.js",
+    "encoder-worker": "dist/engine/encoder-thread/encoder-worker.js",
+    // The modules the built-in formats name for their encoder threads (`encoderThread.module`, e.g.
+    // `new URL("./parquet-parts.js", import.meta.url)`): as entries of the same name they lie beside the chunks too.
+    "parquet-parts": "dist/plugins/formats/parquet/parquet-parts.js",
+    "csv-parts": "dist/plugins/formats/csv/csv-parts.js",
+    "ndjson-parts": "dist/plugins/formats/ndjson/ndjson-parts.js"
   },
   outdir: staging,
   bundle: true,
-  // Shared chunks keep main and the workers beside each other, where the lanes runner looks for `./worker.js` and
-  // the formats for `./encoder-worker.js`.
+  // Shared chunks keep main and the workers beside each other, where LANES_WORKER_URL points at `./lanes-worker.js`, the
+  // engine's encoder thread at `./encoder-worker.js` and each built-in format at its `./<format>-parts.js`.
   splitting: true,
   format: "esm",
   platform: "node",

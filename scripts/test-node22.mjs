@@ -22,8 +22,8 @@ const TOOL = path.join(ROOT, "scripts", "node22")
 // encoder thread), child processes and signals, fetch/undici (AWS SDK), zlib and WebAssembly (the zstd codec, in
 // every Parquet file these runs write), the embedded server, net.Socket internals (copy-tap.ts reads COPY data off
 // postgres.js' socket). Run on the main suite's Node only, as they use the same runtime APIs as the files below:
-// the chunk-lane and local-fault files (worker threads, file system), the S3 end-to-end file (test/sinks runs the
-// S3 sink against the S3 test server here), the format unit tests (pure computation; the e2e files below read
+// the chunk-lane and local-fault files (worker threads, file system), the S3 end-to-end file (test/plugins/sinks runs
+// the S3 sink against the S3 test server here), the format unit tests (pure computation; the e2e files below read
 // their Parquet, CSV and NDJSON back), the COPY tap's edge cases (the socket path is copy-tap.test.ts), doctor and
 // --json events (CLI output).
 const FILES = [
@@ -32,10 +32,11 @@ const FILES = [
   "test/e2e/all-types.test.ts",
   "test/e2e/encoder-thread.test.ts",
   "test/e2e/plugins-arrow.test.ts",
-  "test/sinks",
-  "test/sources/postgres/driver.test.ts",
-  "test/sources/postgres/embedded.test.ts",
-  "test/sources/postgres/copy-tap.test.ts"
+  "test/plugins/sinks",
+  "test/core/sink",
+  "test/plugins/sources/postgres/driver.test.ts",
+  "test/embedded-postgres/server.test.ts",
+  "test/plugins/sources/postgres/copy-tap.test.ts"
 ]
 
 const installed = install(TOOL, true)

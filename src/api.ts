@@ -9,7 +9,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { loadConfigFile, validateConfigValue } from "./registry/load-config.js"
 import type { RivetConfig } from "./config/model.js"
-import { didYouMean } from "./config/issues.js"
+import { didYouMean } from "./core/did-you-mean.js"
 import { durationProblem, parseDuration } from "./core/duration.js"
 import { ConfigError, type PluginError, type RivetError, type SourceError, type StateError } from "./core/errors.js"
 import type { ExportResult } from "./engine/pipeline.js"
@@ -18,6 +18,8 @@ import type { Batch } from "./core/batch.js"
 import type { AnyPlugin, BatchTransform, SourceResult } from "./core/plugin.js"
 import { ProgressReporter, silentProgress } from "./core/progress.js"
 import { type ExportRun, runConfig } from "./engine/run.js"
+import { stateLayerFor } from "./state/layer.js"
+import { LANES_WORKER_URL } from "./lanes-worker-url.js"
 import { StateStore } from "./state/store.js"
 
 /** Options of {@link runExports}, {@link runExportsEffect} and {@link loadConfig}; `P`: the plugins passed in code. */
@@ -53,6 +55,11 @@ export interface RunExportsOptions<E = never, R = never> {
    * `sqliteStateLayer(":memory:")` keeps it in memory — incremental cursors are then forgotten after the run.
    */
   readonly state?: Layer.Layer<StateStore, StateError>
+  /**
+   * `false` encodes every part on the thread that reads the source (like `rivet run --no-encoder-thread`). By default
+   * an export whose format declares it can encodes its parts on a thread of its own, when there is a core to spare.
+   */
+  readonly encoderThread?: boolean
 }
 
 /**
@@ -111,7 +118,9 @@ export const runExportsEffect = <const P extends AnyPluginValue = never, E = nev
       ...(options.env ? { env: options.env } : {}),
       ...(options.transforms ? { transforms: withContext(options.transforms, context) } : {}),
       ...(options.resume ? { resume: options.resume } : {}),
-      ...(state ? { state } : {})
+      ...(options.encoderThread === false ? { encoderThread: false } : {}),
+      state: state ?? stateLayerFor({ configDir: config.configDir, env: options.env ?? process.env }),
+      lanesWorker: LANES_WORKER_URL
     }).pipe(Effect.provide(progress))
     return runs as ReadonlyArray<ExportRun<E>>
   }) as Effect.Effect<ReadonlyArray<ExportRun<E>>, ConfigError | SourceError | StateError | PluginError, R>

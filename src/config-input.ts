@@ -1,4 +1,7 @@
 import type * as Schema from "effect/Schema"
+import type * as Types from "effect/Types"
+import type { ModeDefinition } from "./config/mode.js"
+import type { MODES } from "./engine/modes/kinds/list.js"
 import type { CsvConfig } from "./plugins/formats/csv/config.js"
 import type { NdjsonConfig } from "./plugins/formats/ndjson/config.js"
 import type { ParquetConfig } from "./plugins/formats/parquet/config.js"
@@ -54,8 +57,15 @@ type BuiltinFormat =
   | ({ readonly format: "csv" } & typeof CsvConfig.Encoded)
   | ({ readonly format: "ndjson" } & typeof NdjsonConfig.Encoded)
 
-/** One entry of `exports:`: the export's keys, its format's keys and its destination block. */
-export type ExportInput<P extends AnyPluginValue = never> = Omit<typeof ExportCore.Encoded, "format" | "destination"> &
+type Mode = (typeof MODES)[number]
+/** `mode:` and the keys of every mode (decoding refuses a key of another mode than the one named). */
+type ModeInput = { readonly mode?: Mode["kind"] } & Types.UnionToIntersection<
+  Mode extends ModeDefinition<string, infer S> ? Schema.Schema.Encoded<S> : never
+>
+
+/** One entry of `exports:`: the export's keys, its mode's, its format's and its destination block. */
+export type ExportInput<P extends AnyPluginValue = never> = Omit<typeof ExportCore.Encoded, "format" | "destination" | "mode"> &
+  ModeInput &
   (BuiltinFormat | Block<Of<"format", P>, "format">) & {
     readonly destination: BuiltinSink | Block<Of<"sink", P>, "type">
   }

@@ -56,11 +56,12 @@ export const mapRows =
         )
       } catch (cause) {
         if (!(cause instanceof InvalidValue)) throw cause
-        throw transformError(
-          `a mapRows transform returned a value of the wrong type: ${cause.message}`,
-          "return the column's logical type in Rivet's representation (docs/api.md, \"Values\"), or declare another type for the column in mapRows's output schema",
-          undefined
-        )
+        throw new PluginError({
+          plugin: "mapRows",
+          message: `a mapRows transform returned a value of the wrong type: ${cause.message}`,
+          hint: "return the column's logical type in Rivet's representation (docs/api.md, \"Values\"), or declare another type for the column in mapRows's output schema",
+          quoted: [cause.message]
+        })
       }
     }
     return {

@@ -1,6 +1,7 @@
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import type { ChunkSpec, PlannedExport } from "../engine/plan/model.js"
+import { formatBytes } from "../core/size.js"
 import { formatCount } from "./render.js"
 
 // Terminal control bytes from a query or a database value must not reach the user's terminal; newlines stay.
@@ -27,17 +28,31 @@ const columnsText = (columns: NonNullable<PlannedExport["columns"]>): string => 
 
 /** Label/value rows of one planned export; multi-line values are indented under their label. */
 const rowsOf = (plan: PlannedExport): Array<[string, string]> => {
-  const rows: Array<[string, string]> = [
-    ["mode", plan.mode],
-    ["source", plan.source],
-    ["estimated rows", plan.estimated_rows === null ? "unknown (no statistics: ANALYZE the table)" : `~${formatCount(plan.estimated_rows)}`]
-  ]
+  const rows: Array<[string, string]> = [["mode", plan.mode], ["source", plan.source]]
+  // A change log has no row estimate (its pending WAL below says how much there is to read); ANALYZE would not help.
+  if (!plan.changes || plan.estimated_rows !== null) {
+    rows.push(["estimated rows", plan.estimated_rows === null ? "unknown (no statistics: ANALYZE the table)" : `~${formatCount(plan.estimated_rows)}`])
+  }
   if (plan.cursor) {
     const { column, after, until } = plan.cursor
     rows.push(["cursor", after === null ? `${column}: none stored, every row is read` : `${column} > ${after}`])
     if (until !== null) rows.push(["until", `${column} <= ${until} (cursor_lag)`])
   }
   if (plan.window) rows.push(["window", `${plan.window.column} from ${plan.window.from} to ${plan.window.to}`])
+  if (plan.changes) {
+    const { slot, publication, from, snapshot, slot_confirmed, current, pending_bytes } = plan.changes
+    rows.push(["slot", `${slot} (publication ${publication}): ${slot_confirmed === null ? "not created yet" : `confirmed at ${slot_confirmed}`}`])
+    const start =
+      from !== null
+        ? `after ${from}`
+        : snapshot
+          ? "first run: the table's snapshot, then the changes"
+          : slot_confirmed === null
+            ? "first run: the changes from the slot's creation on"
+            : `first run: the changes after the slot's position ${slot_confirmed}`
+    rows.push(["changes", `${start}${current === null ? "" : ` up to ${current}`}`])
+    if (pending_bytes !== null) rows.push(["pending WAL", formatBytes(pending_bytes)])
+  }
   const [first] = plan.statements
   if (plan.chunks) {
     const { column, count, size } = plan.chunks
@@ -55,6 +70,7 @@ const rowsOf = (plan: PlannedExport): Array<[string, string]> => {
   if (plan.statements.length > 1) rows.push(["last statement", plan.statements.at(-1)!])
   if (plan.statements.length > 2) rows.push(["", `(${formatCount(plan.statements.length)} statements; --json lists every one)`])
   if (plan.columns) rows.push(["columns", columnsText(plan.columns)])
+  if (plan.masks) rows.push(["masks", plan.masks.map(({ column, method }) => `${column} ${method}`).join(", ")])
   if (plan.partitions)
     rows.push([
       "partitions",

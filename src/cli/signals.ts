@@ -28,6 +28,32 @@ export const recordSignals = (): void => {
   process.on("SIGTERM", onTerm)
 }
 
+/**
+ * For runs that keep reading (`--follow`): the first SIGINT or SIGTERM asks them to stop gracefully (each export
+ * publishes the window it is reading, and the CLI exits 0) instead of interrupting; the listeners that were there
+ * (runMain's interruption) come back for a second signal.
+ */
+export const gracefulStop = (onStop: (signal: "SIGINT" | "SIGTERM") => void): AbortSignal => {
+  const controller = new AbortController()
+  const saved = { SIGINT: process.listeners("SIGINT"), SIGTERM: process.listeners("SIGTERM") }
+  const restore = () => {
+    for (const name of ["SIGINT", "SIGTERM"] as const) {
+      process.removeAllListeners(name)
+      for (const listener of saved[name]) process.on(name, listener as () => void)
+    }
+  }
+  const onSignal = (signal: "SIGINT" | "SIGTERM") => () => {
+    restore()
+    onStop(signal)
+    controller.abort()
+  }
+  for (const name of ["SIGINT", "SIGTERM"] as const) {
+    process.removeAllListeners(name)
+    process.on(name, onSignal(name))
+  }
+  return controller.signal
+}
+
 /** 130 after SIGINT (and an interruption without a signal), 143 after SIGTERM. */
 export const interruptedExitCode = (): number => (received === "SIGTERM" ? 143 : 130)
 

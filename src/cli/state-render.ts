@@ -1,3 +1,4 @@
+import type { ResetOutcome } from "../commands/state-reset.js"
 import type { CommittedPart, ExportSummary, LeaseHolder, RunRecord } from "../state/store.js"
 import { formatCount } from "./render.js"
 import { renderTable } from "./table.js"
@@ -82,6 +83,16 @@ export const renderFiles = (parts: ReadonlyArray<CommittedPart>): string =>
     parts.map((part) => [part.runId, part.path, formatCount(part.rows), formatCount(part.size_bytes), part.committedAt])
   )
 
-export const renderReset = (exportName: string, result: { readonly cursor: boolean; readonly abandonedRuns: number }) =>
-  `State reset for export '${exportName}': ${result.cursor ? "cursor cleared" : "no cursor was set"}, ` +
-  `${result.abandonedRuns} unfinished run(s) abandoned.`
+export const renderReset = (exportName: string, result: ResetOutcome) =>
+  [
+    `State reset for export '${exportName}': ${result.cursor ? "cursor cleared" : "no cursor was set"}, ` +
+      `${result.abandonedRuns} unfinished run(s) abandoned.`,
+    ...(result.droppedSlot === undefined
+      ? []
+      : [
+          `Dropped replication slot ${result.droppedSlot.name}: ` +
+            (result.droppedSlot.snapshot
+              ? "the next run starts from a new snapshot."
+              : "the next run creates it again and starts with the changes from then on (initial: none).")
+        ])
+  ].join("\n")

@@ -4,6 +4,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import type { RivetConfig } from "../config/model.js"
 import { validateConfigFile } from "../registry/load-config.js"
 import { ConfigError, type RivetError } from "../core/errors.js"
 import { stateLayerAt, stateLocationFor, type StateLocation } from "../state/layer.js"
@@ -16,6 +17,8 @@ import { applyParams, printWarnings } from "./params.js"
 /** What every `rivet state` subcommand works on: the config's exports (or the one named) and where their state is. */
 export interface StateScope {
   readonly config: string
+  /** The config, decoded (`rivet state reset` drops a `mode: cdc` export's slot through its source). */
+  readonly loaded: RivetConfig
   readonly exportNames: ReadonlyArray<string>
   readonly location: StateLocation
   /** False when the SQLite file does not exist yet: reading commands then print "nothing yet" without creating it. */
@@ -50,7 +53,7 @@ export const scopeOf = (
       Effect.mapError((error) => [error])
     )
     const exists = location._tag === "postgres" || (yield* fileExists(location.path))
-    return { config, exportNames: Option.isSome(only) ? [only.value] : known, location, exists }
+    return { config, loaded: loaded.right, exportNames: Option.isSome(only) ? [only.value] : known, location, exists }
   })
 
 export const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))

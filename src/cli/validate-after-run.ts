@@ -3,8 +3,8 @@ import * as Effect from "effect/Effect"
 import type { RivetConfig } from "../config/model.js"
 import type { RivetError } from "../core/errors.js"
 import type { ExportRun } from "../engine/run.js"
-import { failures } from "../engine/validate/findings.js"
-import { validateExport } from "../engine/validate/validate.js"
+import { failures } from "../commands/validate/findings.js"
+import { validateExport } from "../commands/validate/validate.js"
 import { integrityErrorOf, renderValidation } from "./validate-render.js"
 
 /** Untracked objects listed after a run before the rest are only counted. */

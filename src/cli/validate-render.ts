@@ -1,6 +1,6 @@
 import { exitCodeOf, IntegrityError, type RivetError } from "../core/errors.js"
-import { type ExportValidation, failures, type Finding, warnings } from "../engine/validate/findings.js"
-import type { ExportValidationResult } from "../engine/validate/validate.js"
+import { type ExportValidation, failures, type Finding, warnings } from "../commands/validate/findings.js"
+import type { ExportValidationResult } from "../commands/validate/validate.js"
 import { formatCount } from "./render.js"
 
 // Terminal control bytes from object keys must not reach the user's terminal.

@@ -4,7 +4,7 @@ import { holdV8Flag } from "./v8-flags.js"
  * Keeps the CLI's young generation (V8's new space) at its initial size instead of letting it grow to 2 × 16 MiB.
  * The reading thread's values live in ArrayBuffers, off the JS heap, so its young objects are small and short-lived
  * (a wrapper per row and per buffer): a big new space only delays their collection, and the ArrayBuffers they hold
- * stay allocated until it runs. Measured on bench_2m → Parquet: peak RSS −30 to −40 MB (docs/benchmarks.md, "Memory,
+ * stay allocated until it runs. Measured on bench_2m → Parquet: peak RSS −30 to −40 MB (bench/LOG.md, "Memory,
  * session of 2026-12-04").
  *
  * `--max-semi-space-size` cannot be changed once the process runs, but V8 reads the growth factor at each

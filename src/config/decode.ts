@@ -3,31 +3,41 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { LogicalType } from "../core/batch.js"
 import { ConfigError } from "../core/errors.js"
-import type { FormatPlugin, SinkPlugin, SourcePlugin } from "../core/plugin.js"
+import { formatBytes } from "../core/size.js"
+import type { AnyFormatPlugin, AnySinkPlugin, AnySourcePlugin } from "../core/plugin.js"
 import { advisoryNotices } from "./advisory.js"
-import { decodeBlock, didYouMean, joinPath, knownKeys, unknownKeyError } from "./issues.js"
+import { didYouMean } from "../core/did-you-mean.js"
+import { decodeBlock, joinPath, knownKeys, unknownKeyError } from "./issues.js"
 import {
   configure,
   DEFAULT_BATCH_SIZE,
   DEFAULT_FORMAT,
   ExportCore,
   ExportName,
-  parseLogicalType,
   type ExportConfig,
   type RivetConfig,
   TopLevel
 } from "./model.js"
+import { parseLogicalType } from "../core/columns/logical.js"
 import { metaColumnsOf } from "./meta-columns.js"
+import { type ColumnMask, readMasking } from "./masking.js"
 import { partitionOf } from "./partition.js"
 import { rustTypeHint } from "./rust-keys.js"
-import { decodeMode } from "./mode.js"
+import { exportKeys } from "./export-keys.js"
+import { decodeMode, keyModes, type ModeList } from "./mode.js"
 import { type PlacedExport, sharedDestinationExports, sharedDestinationProblems } from "./shared-destination.js"
+
+/**
+ * The smallest `max_file_size`: a part holds its header or footer and at least a row group, and a smaller cap
+ * would mostly be a unit forgotten (a plain number is bytes).
+ */
+export const MIN_MAX_FILE_SIZE = 64 * 1024
 
 /** Finds plugins by their YAML `type`. Implemented by the registry (built-ins plus `plugins:`). */
 export interface PluginResolver {
-  readonly source: (type: string) => Effect.Effect<SourcePlugin | undefined, ConfigError>
-  readonly format: (type: string) => Effect.Effect<FormatPlugin | undefined, ConfigError>
-  readonly sink: (type: string) => Effect.Effect<SinkPlugin | undefined, ConfigError>
+  readonly source: (type: string) => Effect.Effect<AnySourcePlugin | undefined, ConfigError>
+  readonly format: (type: string) => Effect.Effect<AnyFormatPlugin | undefined, ConfigError>
+  readonly sink: (type: string) => Effect.Effect<AnySinkPlugin | undefined, ConfigError>
   readonly known: {
     readonly sources: ReadonlyArray<string>
     readonly formats: ReadonlyArray<string>
@@ -40,6 +50,8 @@ export interface DecodeInput {
   readonly configDir: string
   readonly origin: string
   readonly plugins: PluginResolver
+  /** The modes exports may name (engine/modes/kinds/list.ts, plus any given in code). */
+  readonly modes: ModeList
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -68,7 +80,7 @@ const requireMapping = (value: unknown, path: string, problems: Problems, what: 
 }
 
 /** Picks the plugin named by `type` in a block and decodes the rest of the block with its schema. */
-const decodePluginBlock = <P extends SourcePlugin | SinkPlugin>(
+const decodePluginBlock = <P extends AnySourcePlugin | AnySinkPlugin>(
   block: unknown,
   path: string,
   what: string,
@@ -100,7 +112,7 @@ const decodePluginBlock = <P extends SourcePlugin | SinkPlugin>(
       )
       return undefined
     }
-    const config = problems.decode(plugin.config, rest, path)
+    const config = problems.decode<unknown, unknown>(plugin.config, rest, path)
     return config === undefined ? undefined : { plugin, config }
   })
 
@@ -131,18 +143,21 @@ const decodeExport = (
         })
       )
     }
-    // Split the export's keys between the runtime (core) and the format plugin; anything else is unknown.
+    // Split the export's keys between the runtime (core), the modes and the format plugin; anything else is unknown.
     const coreKeys = knownKeys(ExportCore)
+    const modeKeys = keyModes(input.modes)
     const formatKeys = format ? knownKeys(format.config) : []
     const core: Record<string, unknown> = {}
+    const modeBlock: Record<string, unknown> = {}
     const formatBlock: Record<string, unknown> = {}
     for (const [key, value] of Object.entries(raw)) {
       if (coreKeys.includes(key)) core[key] = value
+      else if (modeKeys.has(key)) modeBlock[key] = value
       else if (formatKeys.includes(key)) formatBlock[key] = value
-      else if (format) problems.add(unknownKeyError(path, key, [...coreKeys, ...formatKeys]))
+      else if (format) problems.add(unknownKeyError(path, key, [...coreKeys, ...modeKeys.keys(), ...formatKeys]))
     }
-    const decoded = problems.decode(ExportCore, core, path)
-    const formatConfig = format ? problems.decode(format.config, formatBlock, path) : undefined
+    const decoded = problems.decode(exportKeys(input.modes), core, path)
+    const formatConfig = format ? problems.decode<unknown, unknown>(format.config, formatBlock, path) : undefined
     const destinationBlock = yield* decodePluginBlock(
       raw["destination"],
       `${path}.destination`,
@@ -156,7 +171,21 @@ const decodeExport = (
     // destination is reported in the same pass as those.
     const name = decoded?.name ?? (isExportName(raw["name"]) ? raw["name"] : undefined)
     if (name !== undefined && destination) placed.push({ index, name, destination })
-    if (!decoded) return undefined
+    // Decoded even when the export's own keys have problems (a `mode:` that names no mode aside), so that one pass
+    // reports every key's problem.
+    const kindWritten = typeof raw["mode"] === "string" ? raw["mode"] : undefined
+    const { mode, problems: modeProblems } =
+      kindWritten !== undefined && !input.modes.some((each) => each.kind === kindWritten)
+        ? { mode: undefined, problems: [] }
+        : decodeMode(input.modes, kindWritten, modeBlock, {
+            path,
+            hasTable: typeof raw["table"] === "string",
+            hasQuery: typeof raw["query"] === "string"
+          })
+    if (!decoded) {
+      problems.add(...modeProblems)
+      return undefined
+    }
     // `query_file:` (the Rust rivet's) already has an error whose hint says to write query: instead.
     if ((decoded.table === undefined) === (decoded.query === undefined) && !("query_file" in raw && decoded.table === undefined)) {
       problems.add(
@@ -168,9 +197,17 @@ const decodeExport = (
       )
     }
     const columnTypes = new Map<string, LogicalType>()
+    const masks: Array<ColumnMask> = []
     for (const [column, override] of Object.entries(decoded.columns ?? {})) {
+      if (typeof override !== "string" && override.mask !== undefined) masks.push({ column, method: override.mask })
+      if (typeof override !== "string" && override.type === undefined) {
+        if (override.mask === undefined) {
+          problems.add(new ConfigError({ path: joinPath(path, ["columns", column]), message: "says nothing: give a type, a mask or both", hint: "e.g. { type: decimal(18,2) } or { mask: hmac_sha256 }" }))
+        }
+        continue
+      }
       // `amount: decimal(18,2)` (the short form other tools use) is the same as `amount: { type: decimal(18,2) }`.
-      const text = typeof override === "string" ? override : override.type
+      const text = typeof override === "string" ? override : override.type!
       const type = parseLogicalType(text)
       if (type) columnTypes.set(column, type)
       else
@@ -194,13 +231,12 @@ const decodeExport = (
     }
     const { kinds: metaColumns, problems: metaProblems } = metaColumnsOf(decoded.meta_columns, path)
     problems.add(...metaProblems)
-    const { mode, problems: modeProblems } = decodeMode(decoded, path)
     problems.add(...modeProblems)
     // Several parts on one stream are several files back to back: concatenated Parquet files cannot be read, and
     // concatenated CSV parts repeat the header mid-stream. NDJSON lines concatenate cleanly.
-    const kind = decoded.mode ?? "full"
+    const kind = decoded.mode ?? input.modes[0].kind
     if (destination?.plugin.type === "stdout" && format?.type !== "ndjson") {
-      const splitBy = kind === "chunked" || kind === "keyset" ? `mode: ${kind}` : decoded.max_file_size !== undefined ? "max_file_size" : undefined
+      const splitBy = input.modes.find((each) => each.kind === kind)?.writesSeveralParts ? `mode: ${kind}` : decoded.max_file_size !== undefined ? "max_file_size" : undefined
       if (splitBy !== undefined)
         problems.add(
           new ConfigError({
@@ -210,8 +246,28 @@ const decodeExport = (
           })
         )
     }
+    if (decoded.max_file_size !== undefined && decoded.max_file_size < MIN_MAX_FILE_SIZE)
+      problems.add(
+        new ConfigError({
+          path: `${path}.max_file_size`,
+          message: `max_file_size is ${formatBytes(decoded.max_file_size)}, below the smallest cap Rivet keeps (64 KiB)`,
+          hint: "use at least 64KiB (a plain number is bytes: write a unit, e.g. max_file_size: 256MiB)"
+        })
+      )
     const partition = partitionOf(decoded, path, destination?.plugin.type)
     problems.add(...partition.problems)
+    for (const mask of masks) {
+      // A directory name is written as the value itself: a masked column there would publish what the mask hides.
+      if (partition.spec?.columns.some((by) => by.column === mask.column)) {
+        problems.add(
+          new ConfigError({
+            path: joinPath(path, ["columns", mask.column, "mask"]),
+            message: `column '${mask.column}' is masked, so it cannot be a partition_by column: its values would name the directories`,
+            hint: "partition by another column, or remove the mask"
+          })
+        )
+      }
+    }
     if (!format || formatConfig === undefined || !destination || !mode) return undefined
     const table = decoded.table?.split(".")
     return {
@@ -225,6 +281,8 @@ const decodeExport = (
       batchSize: decoded.batch_size ?? DEFAULT_BATCH_SIZE,
       maxFileSize: decoded.max_file_size,
       columnTypes,
+      masks,
+      allowUnmasked: decoded.allow_unmasked ?? [],
       metaColumns,
       partition: partition.spec,
       notices: advisoryNotices(decoded, path),
@@ -274,6 +332,7 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
     const exports: Array<ExportConfig> = []
     const placed: Array<PlacedExport> = []
     const seen = new Map<string, number>()
+    const claimed = new Map<string, number>()
     for (const [index, raw] of exportsList.entries()) {
       const decoded = yield* decodeExport(raw, index, input, problems, placed)
       if (!decoded) continue
@@ -290,16 +349,41 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
       }
       seen.set(decoded.name, index)
       exports.push(decoded)
+      for (const claim of decoded.mode.claims(decoded.name)) {
+        const owner = claimed.get(claim)
+        if (owner === undefined) claimed.set(claim, index)
+        else
+          problems.add(
+            new ConfigError({
+              path: `exports[${index}]`,
+              message: `export '${decoded.name}' would use ${claim}, which exports[${owner}] uses already`,
+              hint: "give each export its own (e.g. cdc.slot: rivet_<export>, the default)"
+            })
+          )
+      }
     }
     problems.add(...sharedDestinationProblems(placed, input.configDir))
-    if (problems.list.length > 0 || !source) return Either.left(problems.list)
+    const masking = top?.masking === undefined ? undefined : readMasking(top.masking)
+    if (masking instanceof ConfigError) problems.add(masking)
+    const hmacExport = exports.find((spec) => spec.masks.some((mask) => mask.method === "hmac_sha256"))
+    if (hmacExport !== undefined && masking === undefined) {
+      problems.add(
+        new ConfigError({
+          path: "masking",
+          message: `export '${hmacExport.name}' masks with hmac_sha256, which needs a key`,
+          hint: "add masking: { key_env: RIVET_MASK_KEY } and set the variable to a secret of at least 16 bytes"
+        })
+      )
+    }
+    if (problems.list.length > 0 || !source || masking instanceof ConfigError) return Either.left(problems.list)
     const shared = sharedDestinationExports(placed, input.configDir)
     return Either.right({
       configDir: input.configDir,
       origin: input.origin,
       source,
       exports: exports.map((spec) => (shared.has(spec.name) ? { ...spec, sharedDestination: true } : spec)),
-      ...(top?.telemetry ? { telemetry: { endpoint: top.telemetry.endpoint, serviceName: top.telemetry.service_name } } : {})
+      ...(top?.telemetry ? { telemetry: { endpoint: top.telemetry.endpoint, serviceName: top.telemetry.service_name } } : {}),
+      ...(masking ? { masking } : {})
     } satisfies RivetConfig)
   })
 

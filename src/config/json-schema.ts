@@ -1,15 +1,16 @@
-import type { FormatPlugin, SinkPlugin, SourcePlugin } from "../core/plugin.js"
+import type { AnyFormatPlugin, AnySinkPlugin, AnySourcePlugin } from "../core/plugin.js"
 import { blockJsonSchema, type JsonSchema } from "./json-schema-block.js"
-import { KEY_MODES } from "./mode.js"
+import { exportKeys } from "./export-keys.js"
+import { keyModes, type ModeList } from "./mode.js"
 import { DEFAULT_FORMAT, ExportCore, TopLevel } from "./model.js"
 
 export type { JsonSchema } from "./json-schema-block.js"
 
 /** Every plugin a config may name, for `rivet schema`. */
 export interface ConfigPlugins {
-  readonly sources: ReadonlyArray<SourcePlugin>
-  readonly formats: ReadonlyArray<FormatPlugin>
-  readonly sinks: ReadonlyArray<SinkPlugin>
+  readonly sources: ReadonlyArray<AnySourcePlugin>
+  readonly formats: ReadonlyArray<AnyFormatPlugin>
+  readonly sinks: ReadonlyArray<AnySinkPlugin>
 }
 
 /**
@@ -35,7 +36,7 @@ const descriptionOf = (schema: unknown): string | undefined =>
  * it has to be listed, or `additionalProperties: false` would refuse it. A block that is not a plain object
  * schema (a plugin's union, say) cannot take the key and accepts anything; the decoder still checks it.
  */
-const withTypeKey = (block: JsonSchema, plugin: SourcePlugin | SinkPlugin): JsonSchema => {
+const withTypeKey = (block: JsonSchema, plugin: AnySourcePlugin | AnySinkPlugin): JsonSchema => {
   const typeProperty = { const: plugin.type, description: plugin.description ?? descriptionOf(block) }
   if (isObject(block["properties"])) {
     const { type: _, ...own } = block["properties"]
@@ -51,7 +52,7 @@ const withTypeKey = (block: JsonSchema, plugin: SourcePlugin | SinkPlugin): Json
 }
 
 /** A block whose `type` key picks the plugin that decodes the rest (`source`, `destination`). */
-const pluginBlock = (what: string, description: string | undefined, plugins: ReadonlyArray<SourcePlugin | SinkPlugin>) => ({
+const pluginBlock = (what: string, description: string | undefined, plugins: ReadonlyArray<AnySourcePlugin | AnySinkPlugin>) => ({
   type: "object",
   ...(description === undefined ? {} : { description }),
   required: ["type"],
@@ -64,24 +65,23 @@ const pluginBlock = (what: string, description: string | undefined, plugins: Rea
   }))
 })
 
-/** What `decodeMode` requires per mode; a chunked or keyset export with a `query:` must name its key. */
-const MODE_REQUIRES: ReadonlyArray<{ readonly mode: string; readonly keys: ReadonlyArray<string>; readonly withQuery?: true }> = [
-  { mode: "incremental", keys: ["cursor_column"] },
-  { mode: "time_window", keys: ["time_column", "days_window"] },
-  { mode: "chunked", keys: ["chunk_column"], withQuery: true },
-  { mode: "keyset", keys: ["key_columns"], withQuery: true }
-]
-
-const modeRules = (): ReadonlyArray<JsonSchema> =>
-  MODE_REQUIRES.map(({ mode, keys, withQuery }) => ({
-    if: { properties: { mode: { const: mode } }, required: withQuery ? ["mode", "query"] : ["mode"] },
-    then: { required: keys }
-  }))
+/** The keys each mode requires; a mode whose key has a default from the table requires it with a `query:` only. */
+const modeRules = (modes: ModeList): ReadonlyArray<JsonSchema> =>
+  modes.flatMap(({ kind, required }) =>
+    required === undefined
+      ? []
+      : [
+          {
+            if: { properties: { mode: { const: kind } }, required: required.withQuery ? ["mode", "query"] : ["mode"] },
+            then: { required: required.keys }
+          }
+        ]
+  )
 
 /** A key of another mode is refused: `chunk_size` needs `mode: chunked`. */
-const modeDependencies = (): JsonSchema =>
+const modeDependencies = (modes: ModeList): JsonSchema =>
   Object.fromEntries(
-    Object.entries(KEY_MODES).map(([key, modes]) => [key, { properties: { mode: { enum: modes } }, required: ["mode"] }])
+    [...keyModes(modes)].map(([key, kinds]) => [key, { properties: { mode: { enum: kinds } }, required: ["mode"] }])
   )
 
 /**
@@ -89,7 +89,7 @@ const modeDependencies = (): JsonSchema =>
  * nothing else — the decoder refuses any other key, whatever the format's schema. Without `format:` the default
  * format's branch applies (`properties` holds vacuously).
  */
-const formatBranch = (format: FormatPlugin, shared: JsonSchema): JsonSchema => {
+const formatBranch = (format: AnyFormatPlugin, shared: JsonSchema): JsonSchema => {
   const block = blockJsonSchema(format.config)
   const when = { properties: { format: { const: format.type } } }
   const { type: _type, properties, required: _required, additionalProperties: _extra, description: _d, title: _t, ...constraints } = block
@@ -106,9 +106,16 @@ const formatBranch = (format: FormatPlugin, shared: JsonSchema): JsonSchema => {
   }
 }
 
-const exportSchema = (formats: ReadonlyArray<FormatPlugin>): JsonSchema => {
-  const core = blockJsonSchema(ExportCore)
-  const { format, destination: _, ...coreProperties } = propertiesOf(core)
+const exportSchema = (formats: ReadonlyArray<AnyFormatPlugin>, modes: ModeList): JsonSchema => {
+  const core = blockJsonSchema(exportKeys(modes))
+  // Every mode's keys follow `mode:`.
+  const { format, destination: _, ...ownProperties } = propertiesOf(core)
+  const coreProperties = Object.fromEntries(
+    Object.entries(ownProperties).flatMap(([key, value]) => [
+      [key, value],
+      ...(key === "mode" ? modes.flatMap((mode) => Object.entries(propertiesOf(blockJsonSchema(mode.keys)))) : [])
+    ])
+  )
   const formatTypes = formats.map((plugin) => plugin.type)
   const shared = {
     ...coreProperties,
@@ -120,10 +127,10 @@ const exportSchema = (formats: ReadonlyArray<FormatPlugin>): JsonSchema => {
     description: "One export: what to read (table or query), how (mode), the format and the destination.",
     required: requiredOf(core),
     properties: { format: { type: "string", enum: formatTypes } },
-    dependencies: modeDependencies(),
+    dependencies: modeDependencies(modes),
     allOf: [
       { oneOf: [{ required: ["table"] }, { required: ["query"] }] },
-      ...modeRules(),
+      ...modeRules(modes),
       ...formats.map((plugin) => formatBranch(plugin, shared))
     ]
   }
@@ -134,7 +141,7 @@ const exportSchema = (formats: ReadonlyArray<FormatPlugin>): JsonSchema => {
  * level, the export keys, and the config block of every plugin given (built-ins plus a config's `plugins:`).
  * It describes the file as written; `rivet check` stays the authority (cross-field rules, `${VAR}` values).
  */
-export const configJsonSchema = (plugins: ConfigPlugins): JsonSchema => {
+export const configJsonSchema = (plugins: ConfigPlugins, modes: ModeList): JsonSchema => {
   const top = blockJsonSchema(TopLevel)
   const { source, exports, ...topProperties } = propertiesOf(top)
   const destination = propertiesOf(blockJsonSchema(ExportCore))["destination"]
@@ -152,7 +159,7 @@ export const configJsonSchema = (plugins: ConfigPlugins): JsonSchema => {
     additionalProperties: false,
     definitions: {
       source: pluginBlock("source", descriptionOf(source), plugins.sources),
-      export: exportSchema(plugins.formats),
+      export: exportSchema(plugins.formats, modes),
       destination: pluginBlock("destination", descriptionOf(destination), plugins.sinks)
     }
   }

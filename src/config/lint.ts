@@ -1,31 +1,20 @@
 import { formatBytes } from "../core/size.js"
+import type { LintFinding } from "./finding.js"
 import type { ExportConfig, RivetConfig } from "./model.js"
 
-/**
- * Something `rivet check` reports about a config that decodes: an `error` (a sure bug: the config must not run as
- * is), a `warning` (a likely mistake or risk) or a `note` (worth knowing; fine for small tables). Lints read the
- * config only — nothing connects — so they cannot know table sizes or column types.
- */
-export interface LintFinding {
-  readonly severity: "error" | "warning" | "note"
-  readonly path: string
-  readonly message: string
-  readonly hint?: string | undefined
-}
+export type { LintFinding } from "./finding.js"
 
 type Lint = (config: RivetConfig) => ReadonlyArray<LintFinding>
 
 /** Above this, `batch_size` rows held at once (per parallel chunk) cost real memory for wide rows. */
 export const LARGE_BATCH_SIZE = 100_000
-/** Above this, `parallel` connections are more than most databases and destinations gain from. */
-export const MANY_PARALLEL = 16
 /** Below this, `max_file_size` was most likely meant in MiB: a plain number is bytes. */
 export const SMALL_FILE_SIZE = 1024 ** 2
 
 const at = (index: number, key?: string) => (key === undefined ? `exports[${index}]` : `exports[${index}].${key}`)
 
 /** The export's modes that write one file per run unless `max_file_size` splits it. */
-const writesOneFile = (spec: ExportConfig) => spec.mode.kind !== "chunked" && spec.mode.kind !== "keyset"
+const writesOneFile = (spec: ExportConfig) => !spec.mode.writesSeveralParts
 
 const perExport =
   (check: (spec: ExportConfig, index: number, config: RivetConfig) => ReadonlyArray<LintFinding>): Lint =>
@@ -51,35 +40,9 @@ export const gzipTextFormat: Lint = perExport((spec, index) => {
   ]
 })
 
-export const fullTableInOneFile: Lint = perExport((spec, index) => {
-  if (spec.mode.kind !== "full" || spec.table === undefined || spec.maxFileSize !== undefined) return []
-  const table = spec.table.schema === undefined ? spec.table.name : `${spec.table.schema}.${spec.table.name}`
-  return [
-    {
-      severity: "note",
-      path: at(index, "table"),
-      message: `mode: full writes all of '${table}' into one file per run; for a large table that is one very large file`,
-      hint: "set max_file_size (e.g. 512MiB) to split it into parts, or use mode: chunked to read it in key ranges (optionally in parallel)"
-    }
-  ]
-})
-
-export const noCheckpoint: Lint = perExport((spec, index) => {
-  if ((spec.mode.kind !== "chunked" && spec.mode.kind !== "keyset") || spec.mode.checkpoint) return []
-  const unit = spec.mode.kind === "chunked" ? "chunk" : "page"
-  return [
-    {
-      severity: "note",
-      path: at(index, "mode"),
-      message: `without chunk_checkpoint a failed ${spec.mode.kind} run starts over from the first ${unit}`,
-      hint: `set chunk_checkpoint: true so that rivet run --resume redoes only the unfinished ${unit}s`
-    }
-  ]
-})
-
 export const largeBatch: Lint = perExport((spec, index) => {
   if (spec.batchSize <= LARGE_BATCH_SIZE) return []
-  const parallel = spec.mode.kind === "chunked" ? spec.mode.parallel : 1
+  const parallel = spec.mode.parallel
   const held = parallel > 1 ? `${spec.batchSize} rows × parallel ${parallel}` : `${spec.batchSize} rows`
   return [
     {
@@ -87,18 +50,6 @@ export const largeBatch: Lint = perExport((spec, index) => {
       path: at(index, "batch_size"),
       message: `batch_size ${spec.batchSize} holds ${held} in memory at once; with wide rows (text, JSON) that is hundreds of MiB or more`,
       hint: `the default 10000 is usually as fast; stay at or below ${LARGE_BATCH_SIZE} unless you measured a gain`
-    }
-  ]
-})
-
-export const manyConnections: Lint = perExport((spec, index) => {
-  if (spec.mode.kind !== "chunked" || spec.mode.parallel <= MANY_PARALLEL) return []
-  return [
-    {
-      severity: "warning",
-      path: at(index, "parallel"),
-      message: `parallel: ${spec.mode.parallel} opens ${spec.mode.parallel} source connections at once (plus one for planning), each running a query`,
-      hint: `check the database's max_connections and load; ${MANY_PARALLEL} or fewer is usually enough to keep a destination busy`
     }
   ]
 })
@@ -139,15 +90,16 @@ export const sharedStdout: Lint = (config) => {
   })
 }
 
-const LINTS: ReadonlyArray<Lint> = [
-  sharedStdout,
-  gzipTextFormat,
-  tinyFiles,
-  largeBatch,
-  manyConnections,
-  fullTableInOneFile,
-  noCheckpoint
-]
+/** What each export's mode finds about its own settings (`parallel`, `chunk_checkpoint`, a full table in one file). */
+const modeLints: Lint = perExport((spec, index) =>
+  spec.mode.lint({
+    at: (key) => at(index, key),
+    table: spec.table && (spec.table.schema === undefined ? spec.table.name : `${spec.table.schema}.${spec.table.name}`),
+    maxFileSize: spec.maxFileSize
+  })
+)
+
+const LINTS: ReadonlyArray<Lint> = [sharedStdout, gzipTextFormat, tinyFiles, largeBatch, modeLints]
 
 const RANK = { error: 0, warning: 1, note: 2 } as const
 

@@ -1,133 +1,131 @@
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { ConfigError } from "../core/errors.js"
-import { DEFAULT_CHUNK_SIZE, DEFAULT_PAGE_SIZE, type ExportCore, type ModeConfig, type ModeKind } from "./model.js"
+import type { LintFinding } from "./finding.js"
+import { knownKeys } from "./issues.js"
 
-/** Which mode each mode-specific key belongs to. */
-export const KEY_MODES: Readonly<Record<string, ReadonlyArray<ModeKind>>> = {
-  cursor_column: ["incremental"],
-  cursor_fallback_column: ["incremental"],
-  incremental_cursor_mode: ["incremental"],
-  cursor_lag: ["incremental"],
-  chunk_column: ["chunked"],
-  chunk_size: ["chunked"],
-  parallel: ["chunked"],
-  chunk_checkpoint: ["chunked", "keyset"],
-  chunk_max_attempts: ["chunked", "keyset"],
-  key_columns: ["keyset"],
-  page_size: ["keyset"],
-  time_column: ["time_window"],
-  days_window: ["time_window"]
+/** What a mode's lints see of their export: lints read the config only, nothing connects. */
+export interface ModeLintContext {
+  /** The config path of the export (`exports[2]`) or of one of its keys (`exports[2].parallel`). */
+  readonly at: (key?: string) => string
+  /** `schema.table` or `table`, when the export names a table rather than a query. */
+  readonly table?: string | undefined
+  readonly maxFileSize?: number | undefined
 }
 
-const required = (path: string, key: string, mode: ModeKind, example: string) =>
-  new ConfigError({ path: `${path}.${key}`, message: `is required with mode: ${mode}`, hint: `e.g. ${key}: ${example}` })
+/** Where a mode's keys are read: the export's config path, and whether it names a table (a query must name keys) or a query. */
+export interface ModeReadContext {
+  readonly path: string
+  readonly hasTable: boolean
+  /** False also when the export names neither (that error is the export's, not the mode's). */
+  readonly hasQuery: boolean
+}
 
 /**
- * `incremental_cursor_mode` (the Rust rivet's switch) must agree with `cursor_fallback_column`, which on its own
- * already means `coalesce`. Adds the disagreements to `problems`; true when there was one.
+ * An export's mode: the settings its definition decoded, with what the rest of Rivet asks of a mode answered for
+ * those settings. The engine's modes carry their run behaviour besides (engine/modes/define.ts).
  */
-const cursorProblems = (core: ExportCore, path: string, problems: Array<ConfigError>): boolean => {
-  const before = problems.length
-  if (core.incremental_cursor_mode === "coalesce" && core.cursor_fallback_column === undefined) {
-    problems.push(
-      new ConfigError({
-        path: `${path}.incremental_cursor_mode`,
-        message: "coalesce needs cursor_fallback_column, the column read where cursor_column is NULL",
-        hint: "add it, e.g. cursor_fallback_column: created_at, or remove incremental_cursor_mode"
-      })
-    )
-  }
-  if (core.incremental_cursor_mode === "single_column" && core.cursor_fallback_column !== undefined) {
-    problems.push(
-      new ConfigError({
-        path: `${path}.cursor_fallback_column`,
-        message: "contradicts incremental_cursor_mode: single_column, which reads cursor_column alone",
-        hint: "remove incremental_cursor_mode (a cursor_fallback_column means COALESCE(cursor_column, cursor_fallback_column)), or remove cursor_fallback_column"
-      })
-    )
-  }
-  return problems.length > before
+export interface ExportMode {
+  readonly kind: string
+  /** The decoded keys, camelCase, defaults applied: `{ kind: "chunked", chunkSize: 100000, parallel: 1, … }`. */
+  readonly settings: { readonly kind: string }
+  /** A run writes one part per unit (chunk, page) rather than one file that only max_file_size splits. */
+  readonly writesSeveralParts: boolean
+  /** Units read at once, each on its own source connection. */
+  readonly parallel: number
+  /** Attempts per unit (chunk, page) the config sets; undefined: the first and every retry of the retry policy. */
+  readonly maxAttempts?: number | undefined
+  /** The columns that name a row in a notice (chunk column, key, cursor), used when the output has them all. */
+  readonly rowKeyColumns: ReadonlyArray<string>
+  /** The setting with which `--resume` would continue a run of this mode (`chunk_checkpoint: true`), if any. */
+  readonly resumableWith?: string | undefined
+  /** `rivet run --worker`: several processes may share one run. */
+  readonly distributable: boolean
+  /** The run stores a cursor after it publishes, and must find the stored one unmoved before (incremental). */
+  readonly tracksCursor: boolean
+  /** Can keep reading, publishing one window a run after another (`rivet run --follow`): cdc. */
+  readonly followable: boolean
+  /** Its settings ask to keep reading without `--follow` (cdc `until_current: false`). */
+  readonly continuous: boolean
+  /**
+   * What the export uses on the server that no other export of the config may use (cdc: its replication slot), as
+   * phrases naming it: `replication slot rivet_orders`. Two exports claiming one are refused.
+   */
+  readonly claims: (exportName: string) => ReadonlyArray<string>
+  readonly lint: (context: ModeLintContext) => ReadonlyArray<LintFinding>
 }
 
 /**
- * Builds an export's mode from its decoded keys. A key of another mode is an error rather than silently ignored
- * (it usually means the `mode:` line is missing); so is a missing required key.
+ * A mode as the config sees it: its `mode:` name, its own keys and how they decode into an {@link ExportMode}. The
+ * engine's `defineMode` makes one; the config decodes with the list it is given (engine/modes/kinds/list.ts).
+ */
+export interface ModeDefinition<K extends string = string, S extends Schema.Schema.AnyNoContext = Schema.Schema.AnyNoContext> {
+  readonly kind: K
+  /** What the mode does, in a clause: `chunked (key ranges, optionally in parallel)`. */
+  readonly summary: string
+  /** Its YAML keys, a `Schema.Struct`. A key two modes share has the same schema in both. */
+  readonly keys: S
+  /** Keys the JSON Schema requires with this mode (`withQuery`: only when the export has a query, not a table). */
+  readonly required?: { readonly keys: ReadonlyArray<string>; readonly withQuery?: boolean | undefined } | undefined
+  /** See {@link ExportMode.writesSeveralParts}; known before the keys decode. */
+  readonly writesSeveralParts: boolean
+  /** Decodes the mode's own keys (those of `fields` the export has), reporting problems with their config paths. */
+  readonly decode: (keys: Readonly<Record<string, unknown>>, at: ModeReadContext) => Either.Either<ExportMode, ReadonlyArray<ConfigError>>
+}
+
+/** The modes a config may name; the first is the default (no `mode:` key). */
+export type ModeList = readonly [ModeDefinition, ...ReadonlyArray<ModeDefinition>]
+
+/** Which modes each mode-specific key belongs to, in list order. */
+export const keyModes = (modes: ModeList): ReadonlyMap<string, ReadonlyArray<string>> => {
+  const owners = new Map<string, Array<string>>()
+  for (const mode of modes) for (const key of knownKeys(mode.keys)) owners.set(key, [...(owners.get(key) ?? []), mode.kind])
+  return owners
+}
+
+/** The schema of `mode:`: one of the list's names. */
+export const modeKey = (modes: ModeList) =>
+  Schema.Literal(...(modes.map((mode) => mode.kind) as [string, ...Array<string>])).annotations({
+    description: `How rows are selected: ${modes.map((mode, index) => `${mode.summary}${index === 0 ? " (the default)" : ""}`).join(", ")}.`
+  })
+
+/**
+ * Builds an export's mode from its mode-specific keys. A key of another mode is an error rather than silently
+ * ignored (it usually means the `mode:` line is missing); so is a missing required key.
  */
 export const decodeMode = (
-  core: ExportCore,
-  path: string
-): { readonly mode?: ModeConfig; readonly problems: ReadonlyArray<ConfigError> } => {
-  const kind: ModeKind = core.mode ?? "full"
+  modes: ModeList,
+  kind: string | undefined,
+  keys: Readonly<Record<string, unknown>>,
+  at: ModeReadContext
+): { readonly mode?: ExportMode; readonly problems: ReadonlyArray<ConfigError> } => {
+  const definition = kind === undefined ? modes[0] : modes.find((mode) => mode.kind === kind)
+  // An unknown `mode:` already failed the export's own keys (`modeKey`).
+  if (definition === undefined) return { problems: [] }
+  const owners = keyModes(modes)
   const problems: Array<ConfigError> = []
-  for (const [key, modes] of Object.entries(KEY_MODES)) {
-    if ((core as Record<string, unknown>)[key] === undefined || modes.includes(kind)) continue
+  const ownKeys = knownKeys(definition.keys)
+  const own: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(keys)) {
+    if (value === undefined) continue
+    if (ownKeys.includes(key)) {
+      own[key] = value
+      continue
+    }
+    const kinds = owners.get(key) ?? []
     problems.push(
       new ConfigError({
-        path: `${path}.${key}`,
-        message: `applies to mode: ${modes.join(" or ")} only, but this export's mode is ${kind}`,
-        hint: `set mode: ${modes[0]} or remove ${key}`
+        path: `${at.path}.${key}`,
+        message: `applies to mode: ${kinds.join(" or ")} only, but this export's mode is ${definition.kind}`,
+        hint: `set mode: ${kinds[0]} or remove ${key}`
       })
     )
   }
-  const mode = ((): ModeConfig | undefined => {
-    switch (kind) {
-      case "full":
-        return { kind }
-      case "incremental":
-        if (core.cursor_column === undefined) {
-          problems.push(required(path, "cursor_column", kind, "updated_at"))
-          return undefined
-        }
-        return cursorProblems(core, path, problems)
-          ? undefined
-          : { kind, cursorColumn: core.cursor_column, fallbackColumn: core.cursor_fallback_column, cursorLagMs: core.cursor_lag }
-      case "time_window":
-        if (core.time_column === undefined) problems.push(required(path, "time_column", kind, "created_at"))
-        if (core.days_window === undefined) problems.push(required(path, "days_window", kind, "7"))
-        if (core.time_column === undefined || core.days_window === undefined) return undefined
-        return { kind, timeColumn: core.time_column, daysWindow: core.days_window }
-      case "chunked":
-        if (core.chunk_column === undefined && core.table === undefined) {
-          problems.push(
-            new ConfigError({
-              path: `${path}.chunk_column`,
-              message: "is required with mode: chunked when the export has a query instead of a table",
-              hint: "name the integer column to split on, e.g. chunk_column: id"
-            })
-          )
-          return undefined
-        }
-        return {
-          kind,
-          chunkColumn: core.chunk_column,
-          chunkSize: core.chunk_size ?? DEFAULT_CHUNK_SIZE,
-          parallel: core.parallel ?? 1,
-          checkpoint: core.chunk_checkpoint ?? false,
-          maxAttempts: core.chunk_max_attempts
-        }
-      case "keyset": {
-        if (core.key_columns === undefined && core.table === undefined) {
-          problems.push(
-            new ConfigError({
-              path: `${path}.key_columns`,
-              message: "is required with mode: keyset when the export has a query instead of a table",
-              hint: "name a unique, non-null key, e.g. key_columns: [tenant_id, id]"
-            })
-          )
-          return undefined
-        }
-        const keys = core.key_columns === undefined ? undefined : typeof core.key_columns === "string" ? [core.key_columns] : core.key_columns
-        if (keys && new Set(keys).size !== keys.length) {
-          problems.push(new ConfigError({ path: `${path}.key_columns`, message: "lists a column twice", hint: undefined }))
-        }
-        return {
-          kind,
-          keyColumns: keys,
-          pageSize: core.page_size ?? DEFAULT_PAGE_SIZE,
-          checkpoint: core.chunk_checkpoint ?? false,
-          maxAttempts: core.chunk_max_attempts
-        }
-      }
-    }
-  })()
-  return problems.length > 0 || mode === undefined ? { problems } : { mode, problems }
+  const decoded = definition.decode(own, at)
+  if (Either.isLeft(decoded)) return { problems: [...problems, ...decoded.left] }
+  return problems.length > 0 ? { problems } : { mode: decoded.right, problems }
 }
+
+/** A key the mode cannot do without. */
+export const requiredKey = (path: string, key: string, kind: string, example: string): ConfigError =>
+  new ConfigError({ path: `${path}.${key}`, message: `is required with mode: ${kind}`, hint: `e.g. ${key}: ${example}` })

@@ -27,7 +27,8 @@ const SOURCE: Readonly<Record<string, string>> = {
   password: CONNECTION,
   password_env: CONNECTION,
   url_file: CONNECTION,
-  tls: "put TLS in the URL: ?sslmode=verify-full (certificate checked; a private CA through NODE_EXTRA_CA_CERTS=<pem>) or ?sslmode=require (encrypted, not verified)",
+  // Only a source without a tls: block gets here (the postgres source has one).
+  tls: "this source takes TLS in its URL (mysql: ?ssl-mode=VERIFY_IDENTITY, checked against the system's CAs; a private CA through NODE_EXTRA_CA_CERTS=<pem>); the postgres source has a tls: block (mode, ca_file, cert_file, key_file)",
   mongo: "MongoDB is not a supported source: Rivet reads PostgreSQL (source.type: postgres); remove the mongo: block"
 }
 
@@ -45,11 +46,10 @@ const EXPORT: Readonly<Record<string, string>> = {
   parquet: "the Parquet row group size is row_group_size (rows) on the export",
   partition_granularity: "Rivet puts the granularity in partition_by, after the column: partition_by: [created_at:day] (year, month, day or hour, UTC; docs/partitioning.md)",
   shape_drift_warn_factor: `${NOT_SUPPORTED}: on_schema_drift covers column name and type changes`,
-  tables: "Rivet has no change data capture, where tables: captured several tables through one stream: write one export per table, each with table: <name> (and its own destination)",
+  tables: "Rivet's mode: cdc reads one table per export, where tables: captured several through one change stream: write one export per table, each with table: <name>, mode: cdc and its own destination (and its own slot, rivet_<export> by default)",
   query_file: "Rivet reads a query only from the config: put the SQL in query: (a block scalar, query: |, keeps it on several lines)",
   target: "it steered the Rust rivet's type report for one warehouse, which Rivet does not have: remove it (the Parquet types Rivet writes are listed in docs/formats/parquet.md)",
-  load: LOAD,
-  cdc: "change data capture is not supported: use mode: incremental with a cursor_column such as updated_at (deleted rows are not seen), and remove the cdc: block"
+  load: LOAD
 }
 
 const DESTINATION: Readonly<Record<string, string>> = {
@@ -96,13 +96,10 @@ export const rustKeyHint = (path: string, key: string, known: ReadonlyArray<stri
   return undefined
 }
 
-/** What to write instead of a value of the Rust rivet's config that fails to decode here (`mode: cdc`), or undefined. */
+/** What to write instead of a value of the Rust rivet's config that fails to decode here (`compression: lz4`), or undefined. */
 export const rustValueHint = (path: string, value: unknown): string | undefined => {
   const key = /\.([a-z_]+)$/.exec(path)?.[1]
   const owner = path.slice(0, path.length - (key?.length ?? 0) - 1)
-  if (key === "mode" && EXPORT_PATH.test(owner) && value === "cdc") {
-    return "mode: cdc is the Rust rivet's change data capture, which Rivet does not have: use mode: incremental with a cursor_column such as updated_at (deleted rows are not seen)"
-  }
   if (key === "compression" && EXPORT_PATH.test(owner) && value === "lz4") {
     return "lz4 (the Rust rivet's LZ4_RAW) is not available here: use zstd (the default: smaller files, about as fast) or snappy"
   }

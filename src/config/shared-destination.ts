@@ -1,7 +1,7 @@
 import * as path from "node:path"
 import { ConfigError } from "../core/errors.js"
 import { chunkPartName, pagePartName, partNameStart, singleRunnerPartName } from "../core/naming.js"
-import type { SinkPlugin } from "../core/plugin.js"
+import type { AnySinkPlugin } from "../core/plugin.js"
 import type { Configured } from "./model.js"
 
 /** Keys that say where a destination writes; other keys (credentials, tuning) do not change the place. */
@@ -11,7 +11,7 @@ const LOCATION_KEYS = ["path", "bucket", "container", "prefix", "endpoint", "acc
  * Where a destination writes, comparable across exports: its type and location keys (relative paths resolved
  * against the config's directory); a destination without such keys compares by its whole decoded config.
  */
-export const destinationPlace = (destination: Configured<SinkPlugin>, configDir: string): string => {
+export const destinationPlace = (destination: Configured<AnySinkPlugin>, configDir: string): string => {
   const config =
     typeof destination.config === "object" && destination.config !== null
       ? (destination.config as Record<string, unknown>)
@@ -26,7 +26,7 @@ export const destinationPlace = (destination: Configured<SinkPlugin>, configDir:
 export interface PlacedExport {
   readonly index: number
   readonly name: string
-  readonly destination: Configured<SinkPlugin>
+  readonly destination: Configured<AnySinkPlugin>
 }
 
 /** Stdout exports share no files (a lint warns that their bytes are concatenated). */

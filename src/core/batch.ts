@@ -1,62 +1,10 @@
 import { type ColumnData, dataByteLength } from "./columns/data.js"
+import type { LogicalType, Value } from "./columns/logical.js"
 import { InvalidValue, valueAppender, valueAt } from "./columns/values.js"
 
 export type { ColumnData } from "./columns/data.js"
+export type { LogicalType, Value } from "./columns/logical.js"
 export { columnValues, InvalidValue, shortestFloat32, valueAt } from "./columns/values.js"
-
-/**
- * The unit flowing through a pipeline: a columnar batch of rows with its schema.
- *
- * At the edge (row objects, `makeBatch`), values are lossless, one representation per logical type:
- *
- * | logical type   | value                                                        |
- * |----------------|--------------------------------------------------------------|
- * | int16, int32   | `number`                                                     |
- * | int64          | `bigint`                                                     |
- * | float32/64     | `number` (NaN and ±Infinity allowed)                         |
- * | decimal(p,s)   | `string`, exact decimal text such as `"-12.30"`               |
- * | string         | `string`                                                     |
- * | bool           | `boolean`                                                    |
- * | date           | `number`, days since 1970-01-01                              |
- * | time           | `bigint`, microseconds since midnight                        |
- * | timestamp      | `bigint`, microseconds since 1970-01-01T00:00:00 (no zone)   |
- * | timestamptz    | `bigint`, microseconds since the Unix epoch, UTC             |
- * | uuid           | `string`, lowercase with hyphens                             |
- * | json           | `string`, the JSON text exactly as the source gave it        |
- * | bytes          | `Uint8Array`                                                 |
- * | interval       | `string`, ISO-8601 duration such as `"P1Y2M3DT4H5M6.5S"`       |
- * | list<T>        | `ReadonlyArray<Value of T | null>`                           |
- *
- * `null` is SQL NULL in every column.
- */
-export type LogicalType =
-  | { readonly kind: "int16" }
-  | { readonly kind: "int32" }
-  | { readonly kind: "int64" }
-  | { readonly kind: "float32" }
-  | { readonly kind: "float64" }
-  | { readonly kind: "decimal"; readonly precision: number; readonly scale: number }
-  | { readonly kind: "string" }
-  | { readonly kind: "bool" }
-  | { readonly kind: "date" }
-  | { readonly kind: "time" }
-  | { readonly kind: "timestamp" }
-  | { readonly kind: "timestamptz" }
-  | { readonly kind: "uuid" }
-  | { readonly kind: "json" }
-  | { readonly kind: "bytes" }
-  | { readonly kind: "interval" }
-  | { readonly kind: "list"; readonly element: LogicalType }
-
-/** One cell: the representation of its column's logical type (table above), or `null` for SQL NULL. */
-export type Value =
-  | null
-  | number
-  | bigint
-  | string
-  | boolean
-  | Uint8Array
-  | ReadonlyArray<Value>
 
 /** One output column: its name and logical type. */
 export interface Column {
@@ -72,8 +20,8 @@ export interface BatchSchema {
 }
 
 /**
- * A slice of rows, stored column by column in the Arrow memory layout (see `ColumnData`): typed arrays, UTF-8
- * bytes plus offsets, validity bitmaps — no JS value per cell. `batchToRows` and `columnValues` give `Value`s at
+ * The unit flowing through a pipeline: a slice of rows with its schema, stored column by column in the Arrow memory
+ * layout (see `ColumnData`): typed arrays, UTF-8 bytes plus offsets, validity bitmaps — no JS value per cell. `batchToRows` and `columnValues` give `Value`s at
  * the edge; `makeBatch` builds a batch from `Value`s.
  */
 export interface Batch {

@@ -12,19 +12,30 @@ export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError"
   hint: Schema.optional(Schema.String)
 }) {}
 
-/** Reading from the source failed. */
+/**
+ * Reading from the source failed. `code`: the server's error code (PostgreSQL's SQLSTATE, e.g. `22P02`; MySQL's
+ * error number, e.g. `1062`). `quoted`: the pieces of text from the database that `message` quotes for the user who
+ * ran the command — the server's own error text, a value, a row key, a chunk's key range — which can hold row
+ * values: telemetry gets `message` with each withheld, never this field (engine/telemetry/redact.ts).
+ */
 export class SourceError extends Schema.TaggedError<SourceError>()("SourceError", {
   source: Schema.String,
   message: Schema.String,
   hint: Schema.optional(Schema.String),
-  retryable: Schema.Boolean
+  retryable: Schema.Boolean,
+  code: Schema.optional(Schema.String),
+  quoted: Schema.optional(Schema.Array(Schema.String))
 }) {}
 
-/** Encoding rows into the output format failed (or the schema cannot be encoded). */
+/**
+ * Encoding rows into the output format failed (or the schema cannot be encoded). `quoted`: the values `message`
+ * quotes, withheld from telemetry (see `SourceError`).
+ */
 export class FormatError extends Schema.TaggedError<FormatError>()("FormatError", {
   format: Schema.String,
   message: Schema.String,
-  hint: Schema.optional(Schema.String)
+  hint: Schema.optional(Schema.String),
+  quoted: Schema.optional(Schema.Array(Schema.String))
 }) {}
 
 /** Why a destination operation failed; plugins map their SDK's errors to one of these. */
@@ -85,25 +96,35 @@ export class PluginError extends Schema.TaggedError<PluginError>()("PluginError"
   message: Schema.String,
   hint: Schema.optional(Schema.String),
   /** For an unexpected defect: where it was thrown (its stack), which `--verbose` prints. */
-  detail: Schema.optional(Schema.String)
+  detail: Schema.optional(Schema.String),
+  /** Values `message` quotes (a transform's row), withheld from telemetry (see `SourceError`). */
+  quoted: Schema.optional(Schema.Array(Schema.String))
 }) {}
 
 /**
  * A source plugin's maker of `SourceError`s: the message prefixed with the export when known
- * (`export "orders": …`), not retryable unless said.
+ * (`export "orders": …`), not retryable unless said. `quoted` is what the message quotes from the database (see
+ * `SourceError`): pass it whenever the message holds the server's text or a value read.
  */
 export const sourceErrorMaker =
   (source: string) =>
   (
     context: { readonly exportName?: string | undefined },
     message: string,
-    options: { readonly hint?: string | undefined; readonly retryable?: boolean } = {}
+    options: {
+      readonly hint?: string | undefined
+      readonly retryable?: boolean
+      readonly code?: string | undefined
+      readonly quoted?: string | undefined
+    } = {}
   ): SourceError =>
     new SourceError({
       source,
       message: context.exportName === undefined ? message : `export "${context.exportName}": ${message}`,
       retryable: options.retryable ?? false,
-      ...(options.hint === undefined ? {} : { hint: options.hint })
+      ...(options.hint === undefined ? {} : { hint: options.hint }),
+      ...(options.code === undefined ? {} : { code: options.code }),
+      ...(options.quoted === undefined || options.quoted === "" ? {} : { quoted: [options.quoted] })
     })
 
 /** The stack of something thrown, when it has one: the `detail` of a PluginError made from a defect. */

@@ -23,6 +23,15 @@ export const PartRecord = Schema.Struct({
 })
 export type PartRecord = typeof PartRecord.Type
 
+/** A part's manifest fields alone (a state store's record of it carries more). */
+export const toPartRecord = (part: PartRecord): PartRecord => ({
+  path: part.path,
+  rows: part.rows,
+  size_bytes: part.size_bytes,
+  content_fingerprint: part.content_fingerprint,
+  ...(part.partition !== undefined ? { partition: part.partition } : {})
+})
+
 /**
  * The content of `manifest.json`, written after every part is committed and before `_SUCCESS`; `rivet validate`
  * reads it back with the same schema.
@@ -39,7 +48,7 @@ export const Manifest = Schema.Struct({
     schema: Schema.optional(Schema.String),
     table: Schema.optional(Schema.String),
     query: Schema.optional(Schema.String),
-    /** How rows were selected: full, incremental, chunked, keyset or time_window. */
+    /** How rows were selected: full, incremental, chunked, keyset, time_window or cdc. */
     mode: Schema.String,
     /** Incremental runs: the cursor position this run reached. */
     cursor: Schema.optional(Schema.Struct({ column: Schema.String, value: Schema.String }))
@@ -49,6 +58,10 @@ export const Manifest = Schema.Struct({
   compression: Schema.String,
   schema: Schema.Array(Schema.Struct({ name: Schema.String, type: Schema.String })),
   schema_fingerprint: Schema.String,
+  /** Columns masked before they were written: how, and with which key (its id, never the key). */
+  masked_columns: Schema.optional(
+    Schema.Array(Schema.Struct({ column: Schema.String, method: Schema.String, key_id: Schema.optional(Schema.String) }))
+  ),
   row_count: Count,
   part_count: Count,
   parts: Schema.Array(PartRecord)

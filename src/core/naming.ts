@@ -76,11 +76,20 @@ export const pagePartName = (
 ): string => `${pageRunStem(exportName, runStartedAt)}${page}${sizeSplit ? `_p${part}` : ""}.${extension}`
 
 /**
+ * A change run's part: `{export}_changes_{from}_{NNNNNN}.{ext}`, from the change-log position the run started after
+ * (its characters other than letters and digits as `-`) and the part number; `_snapshot_` instead of `_changes_` for
+ * the first run, which starts with the table's snapshot. A run that reads the same changes again after a crash
+ * writes the same names, overwriting what the crashed run left rather than adding to it.
+ */
+export const changePartName = (exportName: string, snapshot: boolean, from: string, extension: string, part: number): string =>
+  `${exportName}_${snapshot ? "snapshot" : "changes"}_${from.replace(/[^A-Za-z0-9]+/g, "-")}_${pad(part, 6)}.${extension}`
+
+/**
  * How a mode names its parts, placeholders in braces, for plans (`rivet plan`): `single` — full, incremental,
- * time_window — `chunk` and `page` as the functions above name them.
+ * time_window — `chunk`, `page` and `changes` as the functions above name them.
  */
 export const partNamePattern = (
-  runner: "single" | "chunk" | "page",
+  runner: "single" | "chunk" | "page" | "changes",
   exportName: string,
   extension: string,
   sizeSplit: boolean
@@ -92,6 +101,8 @@ export const partNamePattern = (
       return `${exportName}_{YYYYMMDD}_{HHMMSS}_chunk{N}_{nonce}${sizeSplit ? "_p{i}" : ""}.${extension}`
     case "page":
       return `${exportName}_{YYYYMMDD}T{HHMMSS}_{mmm}_page{N}${sizeSplit ? "_p{i}" : ""}.${extension}`
+    case "changes":
+      return `${exportName}_{changes|snapshot}_{position}_{NNNNNN}.${extension}`
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * Encoded bytes whose ArrayBuffers no one but the runtime holds once they are handed over: the encoder thread's
- * replies (they arrive transferred, encoder-thread.ts), and the buffers the PostgreSQL source cuts rendered CSV
+ * replies (they arrive transferred, engine/encoder-thread/parts.ts), and the buffers the PostgreSQL source cuts rendered CSV
  * chunks from (handed over once it cuts no more from one, rendered.ts). The upload frees such a buffer as soon as
  * every byte of it is copied into blocks or written (engine/block-buffers.ts). Freed at once instead of at V8's next
  * full collection, the buffers stop counting as the reading thread's external memory, which is what makes V8 run

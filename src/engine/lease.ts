@@ -56,6 +56,16 @@ export interface HeldLease {
   readonly lost: Effect.Effect<never, StateError>
   /** Asks the store now: the error naming the new holder when the lease is lost (none when held or unknown). */
   readonly lostNow: Effect.Effect<Option.Option<StateError>>
+  /**
+   * The holder this run took the lease over from, if any: `expired` when its lease ran out (its process may still be
+   * alive, e.g. cut off from the state store), else its process was found gone on this host.
+   */
+  readonly tookOver?: TakeOver | undefined
+}
+
+export interface TakeOver {
+  readonly holder: LeaseHolder
+  readonly expired: boolean
 }
 
 /**
@@ -117,6 +127,7 @@ export const acquireLease = (
     const request = { ...proof, exportName, pid: process.pid, host, ttlMs: settings.ttlMs, isGone: (holder: LeaseHolder) => isGoneHere(holder, host) }
     const startedWaiting = yield* Clock.currentTimeMillis
 
+    let takenOver: TakeOver | undefined
     const take = Effect.gen(function* () {
       let announced = false
       for (;;) {
@@ -126,11 +137,12 @@ export const acquireLease = (
           if (outcome.takenOver) {
             const old = outcome.takenOver
             const since = `its last heartbeat was ${seconds(now - Date.parse(old.heartbeatAt))} ago`
+            takenOver = { holder: old, expired: Date.parse(old.expiresAt) <= now }
             yield* reporter.notice(
               exportName,
-              Date.parse(old.expiresAt) > now
-                ? `took over the lease of ${describeHolder(old)}: that process no longer exists on this host (${since})`
-                : `took over the expired lease of ${describeHolder(old)}: ${since}, past the lease's time to live of ${seconds(settings.ttlMs)} (its process died or stalled)`
+              takenOver.expired
+                ? `took over the expired lease of ${describeHolder(old)}: ${since}, past the lease's time to live of ${seconds(settings.ttlMs)} (its process died, stalled or could not reach the state store)`
+                : `took over the lease of ${describeHolder(old)}: that process no longer exists on this host (${since})`
             )
           }
           return outcome.holder
@@ -185,6 +197,7 @@ export const acquireLease = (
       lostNow: renewal.pipe(
         Effect.map((now) => (now._tag === "Lost" ? Option.some(tookOver(now.holder)) : Option.none())),
         Effect.orElseSucceed(() => Option.none())
-      )
+      ),
+      tookOver: takenOver
     } satisfies HeldLease
   }).pipe(Effect.withSpan("Lease.acquire", { attributes: { export: ctx.exportName } }))

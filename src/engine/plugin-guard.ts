@@ -14,6 +14,7 @@ import {
   SinkDriver,
   type SinkDriverShape,
   SourceDriver,
+  type SourceChanges,
   type SourceDriverShape,
   type SourceResult,
   type UploadHandle
@@ -104,11 +105,25 @@ const guardResult = (who: Who, result: SourceResult): SourceResult => ({
   batches: stream(who, "open (reading rows)", result.batches)
 })
 
+const guardChanges = (who: Who, changes: SourceChanges): SourceChanges => ({
+  open: (request) =>
+    Effect.map(call(who, "changes.open", () => changes.open(request)), (feed) => ({
+      ...feed,
+      batches: stream(who, "changes.open (reading changes)", feed.batches),
+      reached: value(who, "changes.open (position reached)", feed.reached)
+    })),
+  confirm: (request, position) => call(who, "changes.confirm", () => changes.confirm(request, position)),
+  inspect: (request) => call(who, "changes.inspect", () => changes.inspect(request)),
+  drop: (request) => call(who, "changes.drop", () => changes.drop(request))
+})
+
 const guardSource = (who: Who, driver: SourceDriverShape): SourceDriverShape => {
-  const { describe, bounds, estimateRows, render, openRendered } = driver
+  const { describe, bounds, estimateRows, render, openRendered, changes, connectionDetail } = driver
   return {
     ...driver,
+    ...(changes && { changes: guardChanges(who, changes) }),
     check: value(who, "check", driver.check),
+    ...(connectionDetail && { connectionDetail: value(who, "connectionDetail", connectionDetail) }),
     open: (query) => Effect.map(call(who, "open", () => driver.open(query)), (result) => guardResult(who, result)),
     ...(describe && { describe: (query) => call(who, "describe", () => describe(query)) }),
     ...(bounds && { bounds: (query, column) => call(who, "bounds", () => bounds(query, column)) }),
@@ -125,10 +140,16 @@ const guardSource = (who: Who, driver: SourceDriverShape): SourceDriverShape => 
   }
 }
 
-const guardEncoder = (who: Who, encoder: PartEncoder): PartEncoder => ({
-  write: (batch) => call(who, "encoder write", () => encoder.write(batch)),
-  finish: value(who, "encoder finish", encoder.finish)
-})
+const guardEncoder = (who: Who, encoder: PartEncoder): PartEncoder => {
+  const { writeCapped } = encoder
+  return {
+    write: (batch) => call(who, "encoder write", () => encoder.write(batch)),
+    finish: value(who, "encoder finish", encoder.finish),
+    ...(writeCapped && {
+      writeCapped: (batch, from, maxBytes) => call(who, "encoder writeCapped", () => writeCapped(batch, from, maxBytes))
+    })
+  }
+}
 
 const guardRenderedEncoder = (who: Who, encoder: RenderedPartEncoder): RenderedPartEncoder => ({
   write: (rows) => call(who, "rendered encoder write", () => encoder.write(rows)),

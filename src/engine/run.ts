@@ -5,16 +5,17 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { ExportConfig, RivetConfig } from "../config/model.js"
-import { stateLayerFor } from "../state/layer.js"
 import type { StateStore } from "../state/store.js"
 import { guardedPluginError } from "./plugin-guard.js"
 import { ConfigError, defectDetail, describeCause, PluginError, type RivetError, type StateError } from "../core/errors.js"
 import { laneSettings } from "./lanes/runner.js"
 import { leaseTtlFrom } from "./lease.js"
+import { resolveMaskKey } from "./masking.js"
 import { exportLayer, sourceLayer } from "./layers.js"
 import type { ModePlan } from "./plan/model.js"
 import { type BatchTransform, SourceDriver } from "../core/plugin.js"
-import { type ExportResult, runExport, type RunOptions } from "./pipeline.js"
+import { type ExportResult, runExport } from "./pipeline.js"
+import type { RunOptions } from "./run/run-options.js"
 import { ProgressReporter } from "../core/progress.js"
 import type { RetryPolicy } from "../core/retry.js"
 
@@ -35,10 +36,10 @@ export interface RunConfigOptions {
   /** Transforms given in code, by export name, applied between the source and the format. */
   readonly transforms?: Readonly<Record<string, BatchTransform>> | undefined
   /**
-   * Where state lives (default: `RIVET_STATE_URL`, else `.rivet_state.db` beside the config). Programs that
-   * want no file can pass `sqliteStateLayer(":memory:")`.
+   * Where state lives: chosen at the edge (the CLI and `runExports` take `RIVET_STATE_URL`, else
+   * `.rivet_state.db` beside the config: `stateLayerFor`).
    */
-  readonly state?: Layer.Layer<StateStore, StateError> | undefined
+  readonly state: Layer.Layer<StateStore, StateError>
   /**
    * Planned exports by name (`rivet run --plan`, checked with `plannedExports`): each runs exactly its plan, and
    * is refused when its config or stored cursor moved since.
@@ -46,6 +47,23 @@ export interface RunConfigOptions {
   readonly plans?: ReadonlyMap<string, ModePlan> | undefined
   /** `rivet run --worker --run-id <id>`: join that distributed run (chunked exports, PostgreSQL state). */
   readonly workerRunId?: string | undefined
+  /**
+   * `rivet run --follow`: exports that can read continuously (cdc) run one window after another until `stop` aborts;
+   * the others run once first. Exports whose config asks for it (cdc `until_current: false`) do so without it.
+   */
+  readonly follow?: boolean | undefined
+  /** Ends continuous exports gracefully: each publishes the window it is reading, then stops. */
+  readonly stop?: AbortSignal | undefined
+  /**
+   * The entry module of chunk worker threads (`LANES_WORKER_URL`); without it every chunk runs in this thread.
+   */
+  readonly lanesWorker?: URL | undefined
+  /**
+   * `false`: every part is encoded on the thread reading the source (`rivet run --no-encoder-thread`). Default: an
+   * export whose format can encode on a thread of its own does so when the engine finds it worth it
+   * (engine/encoder-thread/layer.ts).
+   */
+  readonly encoderThread?: boolean | undefined
 }
 
 export type ExportRun<E = never> =
@@ -76,73 +94,102 @@ export const selectExports = (
  * Runs the selected exports one after another with one shared source connection. A failing export
  * does not stop the others; each outcome is returned (and reported through the ProgressReporter).
  */
-export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetConfig, options: RunConfigOptions = {}) {
+export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetConfig, options: RunConfigOptions) {
   const selected = yield* selectExports(config, options.only)
+  if (options.follow === true && !selected.some((spec) => spec.mode.followable)) {
+    return yield* new ConfigError({
+      path: "--follow",
+      message: "none of the selected exports can keep reading: --follow is for exports that read a change log (mode: cdc)",
+      hint: "select cdc exports with -e, or run without --follow"
+    })
+  }
   const reporter = yield* ProgressReporter
   // Without a source no export can run: fail once instead of once per export.
   const sourceContext = yield* Layer.build(sourceLayer(config, options.env))
-  const stateContext = yield* Layer.build(
-    options.state ?? stateLayerFor({ configDir: config.configDir, env: options.env ?? process.env })
-  )
+  const stateContext = yield* Layer.build(options.state)
   yield* Effect.flatMap(SourceDriver, (source) => source.check).pipe(Effect.provide(sourceContext))
   const ttlMs = yield* leaseTtlFrom(options.env ?? process.env)
+  const maskKey = yield* resolveMaskKey(config, options.env ?? process.env)
   const runOptions: RunOptions = {
     lease: { ttlMs, waitMs: options.waitMs ?? 0 },
     sourceType: config.source.plugin.type,
+    sourceConfig: config.source.config,
     ...(options.retry ? { retry: options.retry } : {}),
     resume: options.resume ?? false,
-    lanes: yield* laneSettings(config, options.env ?? process.env),
+    maskKey,
+    lanes: yield* laneSettings(config, options.env ?? process.env, options.lanesWorker),
     ...(options.workerRunId === undefined ? {} : { worker: { runId: options.workerRunId, ttlMs } })
   }
   const runs: Array<ExportRun> = []
-  for (const spec of selected) {
-    const started = yield* Clock.currentTimeMillis
-    const transform = options.transforms?.[spec.name]
-    const plan = options.plans?.get(spec.name)
-    const exit = yield* runExport(transform ? { ...spec, transform } : spec, plan ? { ...runOptions, plan } : runOptions).pipe(
-      Effect.provide(exportLayer(config, spec, options.env)),
-      Effect.provide(sourceContext),
-      Effect.provide(stateContext),
-      Effect.exit
-    )
-    if (Exit.isSuccess(exit)) {
-      const result = exit.value
-      runs.push({ _tag: "success", result })
+  /** One run of one export, reported; an interruption (Ctrl-C) stops everything. */
+  const runOnce = (spec: ExportConfig, follow: RunOptions["follow"]) =>
+    Effect.gen(function* () {
+      const started = yield* Clock.currentTimeMillis
+      const transform = options.transforms?.[spec.name]
+      const plan = options.plans?.get(spec.name)
+      const exportOptions = { ...runOptions, ...(plan ? { plan } : {}), ...(follow ? { follow } : {}) }
+      const exit = yield* runExport(transform ? { ...spec, transform } : spec, exportOptions).pipe(
+        Effect.provide(exportLayer(config, spec, options.env, { encoderThread: options.encoderThread ?? true })),
+        Effect.provide(sourceContext),
+        Effect.provide(stateContext),
+        Effect.exit
+      )
+      if (Exit.isSuccess(exit)) {
+        const result = exit.value
+        // A continuous export keeps only its latest window's result: it may run for days, a window a minute.
+        const earlier = follow ? runs.findIndex((run) => run._tag === "success" && run.result.exportName === spec.name) : -1
+        if (earlier >= 0) runs.splice(earlier, 1)
+        runs.push({ _tag: "success", result })
+        yield* reporter.finished({
+          exportName: spec.name,
+          runId: result.runId,
+          // A worker whose run another worker published did its share successfully.
+          status: result.status === "joined" ? "success" : result.status,
+          mode: result.mode,
+          untracked: result.untracked,
+          rows: result.rows,
+          files: result.parts.length,
+          bytes: result.bytes,
+          retries: result.retries,
+          durationMs: result.durationMs,
+          uri: result.uri
+        })
+        return true
+      }
+      // Only a pure interruption (Ctrl-C) stops the run: a failed layer build also carries the interruption of its
+      // sibling layer's fiber, and must be reported as this export's error.
+      if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
+      const error = errorOf(exit.cause, spec)
+      runs.push({ _tag: "failure", exportName: spec.name, error })
       yield* reporter.finished({
         exportName: spec.name,
-        runId: result.runId,
-        // A worker whose run another worker published did its share successfully.
-        status: result.status === "joined" ? "success" : result.status,
-        mode: result.mode,
-        untracked: result.untracked,
-        rows: result.rows,
-        files: result.parts.length,
-        bytes: result.bytes,
-        retries: result.retries,
-        durationMs: result.durationMs,
-        uri: result.uri
+        runId: "",
+        status: "failed",
+        mode: spec.mode.kind,
+        rows: 0,
+        files: 0,
+        bytes: 0,
+        retries: 0,
+        durationMs: (yield* Clock.currentTimeMillis) - started,
+        uri: "",
+        error: error.message
       })
-      continue
-    }
-    // Only a pure interruption (Ctrl-C) stops the run: a failed layer build also carries the interruption of its
-    // sibling layer's fiber, and must be reported as this export's error.
-    if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
-    const error = errorOf(exit.cause, spec)
-    runs.push({ _tag: "failure", exportName: spec.name, error })
-    yield* reporter.finished({
-      exportName: spec.name,
-      runId: "",
-      status: "failed",
-      mode: spec.mode.kind,
-      rows: 0,
-      files: 0,
-      bytes: 0,
-      retries: 0,
-      durationMs: (yield* Clock.currentTimeMillis) - started,
-      uri: "",
-      error: error.message
+      return false
     })
-  }
+  const stop = options.stop ?? new AbortController().signal
+  const continuous = (spec: ExportConfig) => spec.mode.followable && (options.follow === true || spec.mode.continuous)
+  for (const spec of selected.filter((spec) => !continuous(spec))) yield* runOnce(spec, undefined)
+  // A continuous export runs window after window, each a published run, until `stop` aborts or a window fails;
+  // several of them read side by side.
+  yield* Effect.forEach(
+    selected.filter(continuous),
+    (spec) =>
+      Effect.iterate(true, {
+        while: (succeeded) => succeeded && !stop.aborted,
+        body: () => runOnce(spec, { stop })
+      }),
+    { concurrency: "unbounded", discard: true }
+  )
   return runs
 }, Effect.scoped)
 

@@ -80,7 +80,9 @@ export const abortPendingAt = (
 /**
  * The end of every export that began uploads, whatever its outcome: aborts the uploads still pending under the
  * run's keys, which every unit has completed or aborted by now — what is left is what a lost response or an
- * interrupted request created behind a handle's back, or what a cleanup inside a unit could not reach. Never fails
+ * interrupted request created behind a handle's back, what a cleanup inside a unit could not reach, or (under the
+ * run's whole part stem, noted for a resumed run and for the publisher of a distributed run) what a killed earlier
+ * attempt or a dead worker left open. Never fails
  * the export: a listing refused (no s3:ListBucketMultipartUploads) or an abort that fails after its retries is a
  * notice, since the data written is unaffected.
  */
@@ -99,7 +101,7 @@ export const cleanUpRunUploads = (
           ? Effect.void
           : reporter.notice(
               exportName,
-              `aborted ${aborted.length} multipart upload(s) left open by a lost response or an interrupted request: ${aborted.join(", ")}`
+              `aborted ${aborted.length} multipart upload(s) left open by a killed earlier attempt, a lost response or an interrupted request: ${aborted.join(", ")}`
             )
       ),
       Effect.catchAll((error) =>

@@ -66,7 +66,7 @@ export const joinAsWorker = (
         hint: "set RIVET_STATE_URL=postgres://… to a PostgreSQL database every worker can reach (docs/distributed.md)"
       })
     }
-    if (spec.mode.kind !== "chunked") {
+    if (!spec.mode.distributable) {
       return yield* new ConfigError({
         path: `export '${spec.name}'.mode`,
         message: `--worker runs chunked exports only; this export is mode: ${spec.mode.kind}`,

@@ -1,7 +1,9 @@
+import * as path from "node:path"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { missingEnvVariables, type MissingEnvVariable } from "../config/env-keys.js"
+import { missingEnvVariables, type MissingEnvVariable, unreadableTlsFiles } from "../config/env-keys.js"
+import { maskKeyPaths, shortMaskKey } from "../config/masking.js"
 import { lintConfig, type LintFinding } from "../config/lint.js"
 import type { RivetConfig } from "../config/model.js"
 import { interpolate, parseYaml } from "../config/yaml.js"
@@ -68,8 +70,24 @@ export const checkConfigFile = (file: string, options: CheckOptions = {}): Effec
           : `export ${variable.variable}=… before running; to lint a config whose secrets are only set where it runs (CI), use rivet check --allow-missing-env`
       })
     )
+    const tlsFindings = (resolved?._tag === "Some" ? unreadableTlsFiles(resolved.value, path.dirname(path.resolve(file))) : [])
+      .filter((unreadable) => !refused.some((at) => unreadable.path === at || unreadable.path.startsWith(`${at}.`)))
+      .map(
+        (unreadable): LintFinding => ({
+          severity: "error",
+          path: unreadable.path,
+          message: `the file ${unreadable.file} ${unreadable.reason}: rivet run would fail on it`,
+          hint: "relative paths start at the config file's directory"
+        })
+      )
     const config = Either.isRight(decoded) ? decoded.right : undefined
-    const findings = [...envFindings, ...(config ? [...lintConfig(config), ...noticesOf(config)] : [])].map((finding) => ({
+    // A mask key that is set but too short would fail the run before it reads anything: say so now.
+    const shortKeys = (config?.masking === undefined ? [] : maskKeyPaths(config.masking)).flatMap(({ variable, path }): ReadonlyArray<LintFinding> => {
+      const value = (options.env ?? process.env)[variable]
+      const short = value === undefined || value === "" ? undefined : shortMaskKey(variable, value)
+      return short === undefined ? [] : [{ severity: "error", path, message: short, hint: "use a longer random secret (e.g. openssl rand -hex 32)" }]
+    })
+    const findings = [...envFindings, ...tlsFindings, ...shortKeys, ...(config ? [...lintConfig(config), ...noticesOf(config)] : [])].map((finding) => ({
       ...finding,
       path: withLine(finding.path)
     }))

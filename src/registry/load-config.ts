@@ -11,11 +11,15 @@ import { interpolate, parseYaml } from "../config/yaml.js"
 import { ConfigError } from "../core/errors.js"
 import type { AnyPlugin } from "../core/plugin.js"
 import { makeResolver } from "./resolver.js"
+import type { ModeList } from "../config/mode.js"
+import { MODES } from "../engine/modes/kinds/list.js"
 
 export interface LoadOptions {
   readonly env?: Readonly<Record<string, string | undefined>>
   /** Plugins passed in code, in addition to the built-ins and the config's `plugins:`. */
   readonly plugins?: ReadonlyArray<AnyPlugin>
+  /** The modes exports may name, instead of the built-in ones (a mode of your own: engine/modes/define.ts). */
+  readonly modes?: ModeList
 }
 
 const pluginList = (value: unknown): ReadonlyArray<string> => {
@@ -37,10 +41,11 @@ export const validateConfigValue = (
   Effect.gen(function* () {
     const resolved = yield* interpolate(value, options.env ?? process.env)
     const resolver = yield* makeResolver(pluginList(resolved), configDir, options.plugins)
-    const result = yield* validateConfig({ value: resolved, configDir, origin, plugins: resolver })
+    const modes = options.modes ?? MODES
+    const result = yield* validateConfig({ value: resolved, configDir, origin, plugins: resolver, modes })
     // `batch_size: ${N}`: a number or boolean that came from a variable is retyped, then decoded once more.
     const retyped = Either.isLeft(result) ? retypeVariables(value, resolved, result.left) : undefined
-    return retyped === undefined ? result : yield* validateConfig({ value: retyped, configDir, origin, plugins: resolver })
+    return retyped === undefined ? result : yield* validateConfig({ value: retyped, configDir, origin, plugins: resolver, modes })
   }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
 
 const readConfigText = (file: string) =>
@@ -83,7 +88,8 @@ export const validateConfigFile = (
   Effect.gen(function* () {
     const parsed = yield* parseYaml(yield* readConfigText(file), file)
     const result = yield* validateConfigValue(parsed.value, path.dirname(path.resolve(file)), file, options)
-    const reloadable = (options.plugins ?? []).length === 0
+    // A worker thread reads the file again with the built-in plugins and modes only.
+    const reloadable = (options.plugins ?? []).length === 0 && options.modes === undefined
     return Either.mapBoth(result, {
       onRight: (config): RivetConfig => ({ ...config, reloadable }),
       onLeft: (errors) =>

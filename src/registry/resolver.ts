@@ -7,7 +7,7 @@ import * as Schema from "effect/Schema"
 import type { PluginResolver } from "../config/decode.js"
 import { fileProblem } from "../config/read-file.js"
 import { ConfigError, describeCause } from "../core/errors.js"
-import { type AnyPlugin, type FormatPlugin, PLUGIN_API_VERSION, type SinkPlugin, type SourcePlugin } from "../core/plugin.js"
+import { type AnyFormatPlugin, type AnyPlugin, type AnySinkPlugin, type AnySourcePlugin, PLUGIN_API_VERSION } from "../core/plugin.js"
 import { builtinFormats, builtinSinks, builtinSources } from "./builtins.js"
 
 type Kind = AnyPlugin["kind"]
@@ -218,9 +218,9 @@ export const makeResolver = (
         return entry ? loadEntry<P>(kind, type, entry) : Effect.succeed(undefined)
       }
     return {
-      source: lookup<SourcePlugin>("source"),
-      format: lookup<FormatPlugin>("format"),
-      sink: lookup<SinkPlugin>("sink"),
+      source: lookup<AnySourcePlugin>("source"),
+      format: lookup<AnyFormatPlugin>("format"),
+      sink: lookup<AnySinkPlugin>("sink"),
       known: {
         sources: [...tables.source.keys()],
         formats: [...tables.format.keys()],

@@ -1,8 +1,9 @@
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as path from "node:path"
 import { StateError } from "../core/errors.js"
-import { hasPostgresScheme, maskUrl, urlProblem } from "../lib/postgres-url.js"
+import { hasPostgresScheme, maskUrl, urlProblem } from "../core/source/postgres-url.js"
 import { postgresStateLayer } from "./postgres.js"
 import { sqliteStateLayer } from "./sqlite.js"
 import { STATE_FILE_NAME, type StateStore } from "./store.js"
@@ -55,3 +56,20 @@ export const stateLayerAt = (location: StateLocation): Layer.Layer<StateStore, S
 /** The state store for a config: PostgreSQL when `RIVET_STATE_URL` is set, else SQLite beside the config. */
 export const stateLayerFor = (options: StateLayerOptions): Layer.Layer<StateStore, StateError> =>
   Layer.unwrapEffect(Effect.map(stateLocationFor(options), stateLayerAt))
+
+/**
+ * The state for a command that only reads it (`rivet plan`): a SQLite file that does not exist yet is not created
+ * (an empty store in memory stands in: no cursor, no runs).
+ */
+export const readOnlyStateLayerFor = (
+  options: StateLayerOptions
+): Layer.Layer<StateStore, StateError, FileSystem.FileSystem> =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const location = yield* stateLocationFor(options)
+      if (location._tag !== "sqlite") return stateLayerAt(location)
+      const fs = yield* FileSystem.FileSystem
+      const exists = yield* Effect.orElseSucceed(fs.exists(location.path), () => false)
+      return exists ? stateLayerAt(location) : sqliteStateLayer(":memory:")
+    })
+  )

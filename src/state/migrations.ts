@@ -104,6 +104,19 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
       "ALTER TABLE rivet_units ADD COLUMN expires_at TEXT",
       "ALTER TABLE rivet_units ADD COLUMN claims INTEGER NOT NULL DEFAULT 0"
     ]
+  },
+  {
+    version: 4,
+    description: "partition values of parts",
+    // A part's `partition` values as JSON: a long value's directory holds only its start and a hash, so the manifest
+    // of a resumed or distributed run cannot read it back from the path. NULL for unpartitioned and earlier parts.
+    statements: ["ALTER TABLE rivet_parts ADD COLUMN partition_values TEXT"]
+  },
+  {
+    version: 5,
+    description: "run identity: the source and byte-shaping options a join or resume must match",
+    // Nullable: a run recorded before has none, and a join or resume of it is refused (docs/state.md).
+    statements: ["ALTER TABLE rivet_runs ADD COLUMN run_identity TEXT"]
   }
 ]
 

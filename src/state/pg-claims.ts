@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import { randomUUID } from "node:crypto"
 import type { StateError } from "../core/errors.js"
 import type { PartRecord } from "../core/manifest.js"
-import { RUN_COLUMNS, runValues, toUnit } from "./rows.js"
+import { RUN_COLUMNS, RUN_PLACEHOLDERS, runValues, toUnit } from "./rows.js"
 import { insertParts } from "./sql-store.js"
 import { int, optText, text, type SqlBackend, type SqlExecutor, type SqlValue } from "./sql.js"
 import type { ClaimResult, RunRecord, UnitClaim, UnitClaimsShape, UnitLease, UnitRecord } from "./store.js"
@@ -39,7 +39,7 @@ export const makePgClaims = (db: SqlBackend): UnitClaimsShape => {
         // The unique run id decides which of several workers arriving together plans the run: the others' inserts
         // wait for the first transaction and then insert nothing, and by then the whole plan is visible.
         const inserted = yield* tx.run(
-          `INSERT INTO rivet_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
+          `INSERT INTO rivet_runs (${RUN_COLUMNS}) VALUES (${RUN_PLACEHOLDERS}) ON CONFLICT (run_id) DO NOTHING`,
           runValues(run)
         )
         if (inserted === 0) return false

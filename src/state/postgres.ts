@@ -5,7 +5,8 @@ import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
 import postgres from "postgres"
 import { describeCause, StateError } from "../core/errors.js"
-import { connectionTarget, displayAddress, isUrlProblem, makeScrubber, parsePostgresUrl } from "../lib/postgres-url.js"
+import { displayAddress, isUrlProblem, makeScrubber, parsePostgresUrl, resolveConnection } from "../core/source/postgres-url.js"
+import { isTlsProblem, tlsFailure } from "../core/source/postgres-tls.js"
 import { migrate } from "./migrations.js"
 import type { RetryPolicy } from "../core/retry.js"
 import { retryingBackend, STATE_RETRY_POLICY } from "./retrying.js"
@@ -72,14 +73,21 @@ export const postgresStateLayer = (url: string, retry: RetryPolicy = STATE_RETRY
         return yield* new StateError({ message: `the state URL (RIVET_STATE_URL): ${address.message}`, hint: address.hint })
       }
       const location = displayAddress(address)
-      const target = connectionTarget(address)
+      const target = resolveConnection(address)
+      if (isTlsProblem(target)) {
+        return yield* new StateError({ message: `the state URL (RIVET_STATE_URL): ${target.message}`, hint: target.hint })
+      }
       const scrub = makeScrubber(url)
-      const toStateError = (cause: unknown) =>
-        new StateError({
-          message: scrub(`state database ${location}: ${describeCause(cause)}`),
-          hint: HINT,
-          retryable: isTransient(cause)
-        })
+      const toStateError = (cause: unknown) => {
+        const tls = tlsFailure(cause, target.tls, location)
+        return tls !== undefined
+          ? new StateError({ message: scrub(`state database (RIVET_STATE_URL): ${tls.message}`), hint: tls.hint, retryable: false })
+          : new StateError({
+              message: scrub(`state database ${location}: ${describeCause(cause)}`),
+              hint: HINT,
+              retryable: isTransient(cause)
+            })
+      }
 
       const sql = yield* Effect.acquireRelease(
         Effect.try({

@@ -4,8 +4,10 @@ import type { CommittedPart, CursorState, LeaseHolder, RunRecord, RunStatus, Uni
 /** Column lists and row → record mappers shared by the store's queries. */
 
 export const RUN_COLUMNS =
-  "run_id, export_name, mode, started_at, finished_at, status, row_count, part_count, byte_count, error, checkpointed, plan_fingerprint"
-export const PART_COLUMNS = "run_id, export_name, unit, path, row_count, size_bytes, fingerprint, committed_at"
+  "run_id, export_name, mode, started_at, finished_at, status, row_count, part_count, byte_count, error, checkpointed, plan_fingerprint, run_identity"
+/** One `?` per column of `RUN_COLUMNS`, for inserts. */
+export const RUN_PLACEHOLDERS = RUN_COLUMNS.split(",").map(() => "?").join(", ")
+export const PART_COLUMNS = "run_id, export_name, unit, path, row_count, size_bytes, fingerprint, committed_at, partition_values"
 /** Runs that `rivet run --resume` may continue (and that `reset` abandons). */
 export const UNFINISHED = "checkpointed = 1 AND status IN ('running', 'failed', 'interrupted')"
 export const NEWEST_RUN_FIRST = "started_at DESC, run_id DESC"
@@ -23,7 +25,8 @@ export const runValues = (run: RunRecord): Array<SqlValue> => [
   run.bytes,
   run.error ?? null,
   run.checkpointed ? 1 : 0,
-  run.planFingerprint ?? null
+  run.planFingerprint ?? null,
+  run.identity ?? null
 ]
 
 export const toRun = (row: SqlRow): RunRecord => ({
@@ -38,8 +41,13 @@ export const toRun = (row: SqlRow): RunRecord => ({
   bytes: int(row["byte_count"]),
   error: optText(row["error"]),
   checkpointed: int(row["checkpointed"]) === 1,
-  planFingerprint: optText(row["plan_fingerprint"])
+  planFingerprint: optText(row["plan_fingerprint"]),
+  identity: optText(row["run_identity"])
 })
+
+/** The stored `partition_values` JSON (written by `insertParts` from the part's record), when there is one. */
+const partitionValuesOf = (stored: unknown): { readonly partition?: Readonly<Record<string, string | null>> } =>
+  stored === null || stored === undefined ? {} : { partition: JSON.parse(text(stored)) as Readonly<Record<string, string | null>> }
 
 export const toPart = (row: SqlRow): CommittedPart => ({
   runId: text(row["run_id"]),
@@ -49,7 +57,8 @@ export const toPart = (row: SqlRow): CommittedPart => ({
   rows: int(row["row_count"]),
   size_bytes: int(row["size_bytes"]),
   content_fingerprint: text(row["fingerprint"]),
-  committedAt: text(row["committed_at"])
+  committedAt: text(row["committed_at"]),
+  ...partitionValuesOf(row["partition_values"])
 })
 
 export const toUnit = (row: SqlRow): UnitRecord => ({

@@ -8,6 +8,7 @@ import {
   NEWEST_RUN_FIRST,
   PART_COLUMNS,
   RUN_COLUMNS,
+  RUN_PLACEHOLDERS,
   runValues,
   toCursor,
   toLease,
@@ -54,9 +55,9 @@ export const insertParts = (
     parts,
     (part, i) =>
       tx.run(
-        `INSERT INTO rivet_parts (${PART_COLUMNS}, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO rivet_parts (${PART_COLUMNS}, ordinal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (run_id, path) DO UPDATE SET unit = excluded.unit, row_count = excluded.row_count,
-           size_bytes = excluded.size_bytes, fingerprint = excluded.fingerprint,
+           size_bytes = excluded.size_bytes, fingerprint = excluded.fingerprint, partition_values = excluded.partition_values,
            committed_at = excluded.committed_at, ordinal = excluded.ordinal`,
         [
           target.runId,
@@ -67,6 +68,7 @@ export const insertParts = (
           part.size_bytes,
           part.content_fingerprint,
           target.committedAt,
+          part.partition === undefined ? null : JSON.stringify(part.partition),
           target.firstOrdinal + i
         ]
       ),
@@ -103,7 +105,7 @@ export const makeSqlStore = (db: SqlBackend): StateStoreShape => {
 
   const beginRun = Effect.fn("StateStore.beginRun")(function* (run: RunRecord) {
     const inserted = yield* db.run(
-      `INSERT INTO rivet_runs (${RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
+      `INSERT INTO rivet_runs (${RUN_COLUMNS}) VALUES (${RUN_PLACEHOLDERS}) ON CONFLICT (run_id) DO NOTHING`,
       runValues(run)
     )
     if (inserted === 0) {

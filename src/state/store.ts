@@ -40,6 +40,11 @@ export interface RunRecord {
   readonly checkpointed: boolean
   /** Identifies a checkpointed run's plan (query, key, sizes, format, destination); a resume must match it. */
   readonly planFingerprint?: string | undefined
+  /**
+   * A checkpointed run's source identity and byte-shaping options as JSON text (src/engine/modes/run-identity.ts),
+   * opaque to the store; absent for runs recorded before Rivet kept it.
+   */
+  readonly identity?: string | undefined
 }
 
 /** One chunk (chunked mode) or page (keyset mode) of a checkpointed run. */

@@ -6,7 +6,7 @@ import type { Batch, BatchSchema, Value } from "../core/batch.js"
 import { makeBatch } from "../core/batch.js"
 import { SinkError, SourceError } from "../core/errors.js"
 import type { SinkErrorReason } from "../core/errors.js"
-import { defineSink, defineSource, SinkDriver, SourceDriver } from "../core/plugin.js"
+import { defineSink, defineSource, SinkDriver, SourceDriver, tableOf } from "../core/plugin.js"
 import type { SinkDriverShape, SinkPlugin, SourcePlugin, SourceQuery, StoredObject } from "../core/plugin.js"
 import * as Sink from "../core/sink/index.js"
 import type { RawUpload } from "../core/sink/index.js"
@@ -73,7 +73,7 @@ export const memorySource = (
     open: (query: SourceQuery) =>
       Effect.suspend(() => {
         opened.push(query)
-        const name = query.table?.name ?? query.exportName
+        const name = tableOf(query)?.name ?? query.exportName
         const table = isTables(data) ? data.tables[name] : data
         if (table === undefined) {
           const known = isTables(data) ? Object.keys(data.tables).join(", ") : ""

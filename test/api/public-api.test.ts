@@ -15,6 +15,7 @@ import type {
   Batch,
   BatchSchema,
   BatchTransform,
+  CappedWrite,
   ConfigError,
   ConfigInput,
   ExportResult,
@@ -34,6 +35,7 @@ import type {
   Row,
   RunExportsOptions,
   SinkCapabilities,
+  SinkCheckReport,
   SinkDriverShape,
   SinkError,
   SinkPlugin,
@@ -45,6 +47,7 @@ import type {
   StateError,
   StoredObject,
   UploadHandle,
+  WriteReceipt,
   ColumnData,
   Value
 } from "../../src/index.js"
@@ -128,13 +131,14 @@ describe("public API types", () => {
     // member is fine, adding a required one (or changing one) breaks every third-party sink.
     expectTypeOf<MinimalSink>().toMatchTypeOf<SinkDriverShape>()
     expectTypeOf<RequiredKeys<SinkDriverShape>>().toEqualTypeOf<keyof MinimalSink>()
+    // put and check may answer more than void (a receipt, doctor notes): a sink answering void still fits.
     expectTypeOf<SinkDriverShape["put"]>().toEqualTypeOf<
-      (key: string, bytes: Uint8Array, contentType: string) => Effect.Effect<void, SinkError>
+      (key: string, bytes: Uint8Array, contentType: string) => Effect.Effect<WriteReceipt | void, SinkError>
     >()
     expectTypeOf<SinkDriverShape["begin"]>().toEqualTypeOf<
       (key: string, contentType: string) => Effect.Effect<UploadHandle, SinkError>
     >()
-    expectTypeOf<SinkDriverShape["check"]>().toEqualTypeOf<Effect.Effect<void, SinkError>>()
+    expectTypeOf<SinkDriverShape["check"]>().toEqualTypeOf<Effect.Effect<SinkCheckReport | void, SinkError>>()
     expectTypeOf<SinkDriverShape["list"]>().toEqualTypeOf<Effect.Effect<ReadonlyArray<StoredObject>, SinkError> | undefined>()
     expectTypeOf<SinkDriverShape["sweep"]>().toEqualTypeOf<Effect.Effect<ReadonlyArray<string>, SinkError> | undefined>()
     expectTypeOf<SinkDriverShape["read"]>().toEqualTypeOf<((key: string) => Stream.Stream<Uint8Array, SinkError>) | undefined>()
@@ -160,6 +164,7 @@ describe("public API types", () => {
     expectTypeOf<PartEncoder>().toEqualTypeOf<{
       readonly write: (batch: Batch) => Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
       readonly finish: Effect.Effect<ReadonlyArray<Uint8Array>, FormatError>
+      readonly writeCapped?: (batch: Batch, from: number, maxBytes: number) => Effect.Effect<CappedWrite, FormatError>
     }>()
     expectTypeOf<SourceDriverShape["open"]>().toEqualTypeOf<
       (query: SourceQuery) => Effect.Effect<SourceResult, SourceError, Scope.Scope>
@@ -261,6 +266,7 @@ describe("public API values", () => {
       "formatLogicalType",
       "invalidKeyReason",
       "makeBatch",
+      "tableOf",
       "valueAt"
     ])
   })

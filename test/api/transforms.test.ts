@@ -131,6 +131,8 @@ describe("transforms (RunExportsOptions.transforms)", () => {
     expect(error).toBeInstanceOf(PluginError)
     expect((error as PluginError).message).toMatch(/^a mapRows transform returned a value of the wrong type: column "id" \(int64\), row 1: expected a bigint, got number 0$/)
     expect((error as PluginError).hint).toContain("declare another type for the column in mapRows's output schema")
+    // The value is the row's: marked as quoted, so telemetry gets the message without it.
+    expect((error as PluginError).quoted).toEqual(['column "id" (int64), row 1: expected a bigint, got number 0'])
   })
 
   it("a config loadConfig checked runs as is (runExports(await loadConfig(…)))", async () => {

@@ -4,33 +4,16 @@ import * as path from "node:path"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runExports } from "../../src/api.js"
-import { readRows } from "../formats/parquet/read-back.js"
+import { readRows } from "../plugins/formats/parquet/read-back.js"
+import { ALL_TYPES_TEXT, allTypesSetup } from "../support/all-types.js"
 import { testPgUrl } from "../support/pg.js"
 
 const TABLE = "e2e_all_types"
-const TEXT = 'unicode ✓ "quotes", comma\nnewline'
+const TEXT = ALL_TYPES_TEXT
 
 const setup = async (url: string) => {
   const sql = postgres(url, { max: 1, onnotice: () => {} })
-  await sql.unsafe(`
-    DROP TABLE IF EXISTS ${TABLE};
-    DROP TYPE IF EXISTS e2e_mood;
-    CREATE TYPE e2e_mood AS ENUM ('sad', 'ok');
-    CREATE TABLE ${TABLE} (
-      id int4 PRIMARY KEY, i2 int2, i8 int8, f4 float4, f8 float8, num numeric(38,10), t text, ch char(3),
-      b bool, d date, tm time, ts timestamp, tstz timestamptz, u uuid, j json, jb jsonb, by bytea,
-      iv interval, e e2e_mood, arr_i int4[], arr_t text[]
-    );
-    INSERT INTO ${TABLE} VALUES
-      (1, -32768, -9223372036854775808, 1.5, -0.1, 1234567890123456789012345678.0123456789, $$${TEXT}$$, 'xy',
-       true, '1969-07-20', '23:59:59.999999', '1900-01-01 00:00:00.000001', '2024-02-29 12:34:56.123456+00',
-       'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"a": 12345678901234567890}', '{"big": 12345678901234567890}',
-       '\\x00ff10', '1 year 2 mons 3 days 04:05:06.5', 'sad', '{1,NULL,3}', '{"a,b","c\\"d",NULL}'),
-      (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
-      (3, 0, 9223372036854775807, 'NaN', '-Infinity', -0.0000000001, '', 'abc', false, '2262-04-11', '00:00:00',
-       '2262-04-11 23:47:16.854775', '1970-01-01 00:00:00+00', '00000000-0000-0000-0000-000000000000', '[]', 'null',
-       '\\x', '-1 days', 'ok', '{}', '{""}')
-  `)
+  await sql.unsafe(allTypesSetup(TABLE, "e2e_mood"))
   await sql.end()
 }
 

@@ -38,7 +38,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
  * backends while they are in `phase` of a matching statement. Selecting and terminating is one statement, so the
  * window in which the backend could move on in between is tiny. Transactions younger than 30 ms are spared: the unit's
  * describe of its statement shows the same text, and these tests are about rows. (A connection terminated during
- * that exchange can leave the postgres.js query unsettled; test/sources/postgres/session-lost.test.ts covers that.)
+ * that exchange can leave the postgres.js query unsettled; test/plugins/sources/postgres/session-lost.test.ts
+ * covers that.)
  */
 export const startKiller = (url: string, options: KillerOptions): Killer => {
   const sql = postgres(url, { max: 1, onnotice: () => {} })

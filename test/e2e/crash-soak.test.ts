@@ -116,7 +116,7 @@ describe("the soak's checks", () => {
     const forgotten = await damaged((_, stateFile) => sqlite(stateFile, `DELETE FROM rivet_parts WHERE path = '${first.path}'`))
     expect(forgotten.stateMismatches).toBeGreaterThanOrEqual(1)
     const restarted = await damaged((_, stateFile) =>
-      sqlite(stateFile, "INSERT INTO rivet_runs SELECT run_id || 'x', export_name, mode, started_at, NULL, 'interrupted', 0, 0, 0, NULL, 1, NULL FROM rivet_runs")
+      sqlite(stateFile, "INSERT INTO rivet_runs SELECT run_id || 'x', export_name, mode, started_at, NULL, 'interrupted', 0, 0, 0, NULL, 1, NULL, run_identity FROM rivet_runs")
     )
     expect(restarted.stateMismatches).toBe(1)
   }, 60_000)

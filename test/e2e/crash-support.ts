@@ -3,7 +3,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import Database from "better-sqlite3"
-import { readRows } from "../formats/parquet/read-back.js"
+import { readRows } from "../plugins/formats/parquet/read-back.js"
 import { filesUnder, readManifest } from "../support/output.js"
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")

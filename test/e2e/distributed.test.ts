@@ -80,14 +80,18 @@ const startWorker = (config: string, runId: string, env: Record<string, string>)
   return { child, stderr: () => stderr, exited: new Promise((resolve) => child.on("close", resolve)) }
 }
 
-/** Samples the source statements running right now (across every worker) until `done` settles; returns the peak. */
+/**
+ * Samples the chunk statements running right now (across every worker) until `done` settles; returns the peak. Only
+ * a chunk's statement has a key range: a worker starting late describes the bare query too (briefly active), which
+ * is planning, not a chunk the cap governs.
+ */
 const peakStatements = async (done: Promise<unknown>): Promise<number> => {
   let peak = 0
   let finished = false
   void done.finally(() => (finished = true))
   while (!finished) {
     const [row] = await sql.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE state = 'active' AND query LIKE '%dist_slow(id)%' AND query NOT LIKE '%pg_stat_activity%'`)
+      WHERE state = 'active' AND query LIKE '%dist_slow(id)%' AND query LIKE '%BETWEEN%' AND query NOT LIKE '%pg_stat_activity%'`)
     peak = Math.max(peak, Number(row!["n"]))
     await new Promise((resolve) => setTimeout(resolve, 20))
   }

@@ -57,7 +57,7 @@ describe("rivet doctor", () => {
       `rivet doctor: checking config '${run.config}'`,
       "",
       "[OK]  Config parsed successfully",
-      "[OK]  Source Postgres",
+      "[OK]  Source Postgres: not encrypted (no TLS settings)",
       "[OK]  Export probe",
       `[OK]  Destination S3(${BUCKET})`,
       "",

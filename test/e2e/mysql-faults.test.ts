@@ -9,7 +9,7 @@ import { SourceDriver, type SourceQuery } from "../../src/core/plugin.js"
 import mysqlSource, { MysqlConfig } from "../../src/plugins/sources/mysql/index.js"
 import { noMysql, testMysqlUrl } from "../support/mysql.js"
 import { multiset, readManifest } from "../support/output.js"
-import { partsText, removeTempDirs, tempDir } from "../sources/mysql/run.js"
+import { partsText, removeTempDirs, tempDir } from "../plugins/sources/mysql/run.js"
 import { runExportsEffect } from "../../src/api.js"
 
 // Source faults against a database of its own, so the processlist holds only this file's connections.
@@ -48,8 +48,7 @@ const sourceLayer = () =>
 
 const query: SourceQuery = {
   exportName: "faults",
-  sql: "SELECT * FROM mf_rows",
-  table: { name: "mf_rows" },
+  base: { _tag: "Table", name: "mf_rows" },
   batchSize: 1_000,
   columnTypes: new Map()
 }

@@ -2,7 +2,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { adminConnection, noMysql } from "../support/mysql.js"
 import { multiset, ndjsonRows, readManifest } from "../support/output.js"
-import { partsText, removeTempDirs, runMysql, succeeded, tempDir } from "../sources/mysql/run.js"
+import { partsText, removeTempDirs, runMysql, succeeded, tempDir } from "../plugins/sources/mysql/run.js"
 
 // Rows from cross joins of digits (portable to MySQL 8, which has no seq_1_to_n tables).
 const SETUP = `

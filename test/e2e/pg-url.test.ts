@@ -6,7 +6,7 @@ import { pathToFileURL } from "node:url"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type CliResult, runCli } from "../support/cli.js"
-import { testPgUrl } from "../support/pg.js"
+import { dropLoginRole, loginRoleName, testPgUrl } from "../support/pg.js"
 
 // A password holding every character a URL gives a meaning to. Each segment is distinct and random, so a fragment
 // of the password anywhere (stderr, a DNS lookup, a connect) is found whatever it was split at.
@@ -14,7 +14,7 @@ const HEX = randomBytes(4).toString("hex")
 const SEGMENTS = ["Ha", "Hb", "Hc", "Hd", "He", "Hf"].map((name) => `${name}${HEX}`)
 const PASSWORD = `${SEGMENTS[0]}#${SEGMENTS[1]}@${SEGMENTS[2]}?${SEGMENTS[3]}%${SEGMENTS[4]}/${SEGMENTS[5]}`
 
-const ROLE = "pgconn_symbols"
+const ROLE = loginRoleName("pgconn_symbols")
 const SCHEMA = "pgconn_url"
 const PRELOAD = pathToFileURL(path.resolve(import.meta.dirname, "../fixtures/net-audit-preload.mjs")).href
 /** 63 bytes: PostgreSQL's longest identifier. */
@@ -81,7 +81,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (root) fs.rmSync(root, { recursive: true, force: true })
-  await sql?.unsafe(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE; DROP ROLE IF EXISTS ${ROLE}`)
+  await sql?.unsafe(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`)
+  if (sql) await dropLoginRole(sql, ROLE)
   await sql?.end()
 })
 

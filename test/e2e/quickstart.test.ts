@@ -4,8 +4,8 @@ import * as path from "node:path"
 import { parquetMetadata } from "hyparquet"
 import { describe, expect, it } from "vitest"
 import type { Manifest } from "../../src/core/manifest.js"
-import { DEMO_ROW_COUNTS } from "../../src/plugins/sources/postgres/demo-seed.js"
-import { readRows } from "../formats/parquet/read-back.js"
+import { DEMO_ROW_COUNTS } from "../../src/embedded-postgres/demo-seed.js"
+import { readRows } from "../plugins/formats/parquet/read-back.js"
 import { runCliInTerminal, screenLines } from "../support/cli.js"
 
 const QUICKSTART = path.resolve(import.meta.dirname, "../../examples/quickstart.yaml")

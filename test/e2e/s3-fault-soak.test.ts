@@ -64,7 +64,7 @@ describe(`rivet run → s3 under 10 % transient faults (seed ${SEED})`, () => {
         name: "soak",
         query: QUERY,
         format: "csv",
-        max_file_size: "5MiB",
+        max_file_size: "6MiB",
         destination: s3Destination(server, BUCKET, { prefix: PREFIX, part_size: "5MiB" })
       }
     ])

@@ -29,6 +29,7 @@ export interface ExportSpec {
   readonly chunk_column?: string
   readonly chunk_size?: number
   readonly parallel?: number
+  readonly chunk_checkpoint?: boolean
   readonly destination: Readonly<Record<string, unknown>>
 }
 

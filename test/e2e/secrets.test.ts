@@ -7,7 +7,7 @@ import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type CliResult, runCli } from "../support/cli.js"
 import { filesUnder } from "../support/output.js"
-import { testPgUrl } from "../support/pg.js"
+import { dropLoginRole, loginRoleName, testPgUrl } from "../support/pg.js"
 import { startS3Server, type S3TestServer } from "../support/s3/server.js"
 import { isolateAwsEnv, noAmbientCredentials, s3Destination } from "./s3-support.js"
 
@@ -22,7 +22,7 @@ const PROFILE_SECRET = `CANARYprof${HEX}/+y`
 
 const SCHEMA = "h6_secrets"
 const BUCKET = "rivet-h6-secrets"
-const ROLE = "h6_canary"
+const ROLE = loginRoleName("h6_canary")
 const ENV_KEY_ID = "AKIAH6CANARYENV00001"
 const PROFILE_KEY_ID = "AKIAH6CANARYPROF0001"
 /** Known to the server with another secret: signing with S3_SECRET gives SignatureDoesNotMatch. */
@@ -161,7 +161,8 @@ beforeAll(async () => {
 afterAll(async () => {
   if (root) fs.rmSync(root, { recursive: true, force: true })
   await server?.stop()
-  await sql?.unsafe(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE; DROP ROLE IF EXISTS ${ROLE}`)
+  await sql?.unsafe(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`)
+  if (sql) await dropLoginRole(sql, ROLE)
   await sql?.end()
 })
 

@@ -12,6 +12,7 @@ import type { ExportProgress, ProgressReporterShape } from "../../src/core/progr
 import { ProgressReporter } from "../../src/core/progress.js"
 import { runConfig, type RunConfigOptions } from "../../src/engine/run.js"
 import { formatBytes } from "../../src/core/size.js"
+import { stateLayerFor } from "../../src/state/layer.js"
 import { runCli, writeConfig } from "../support/cli.js"
 import { filesUnder, readManifest } from "../support/output.js"
 import { testPgUrl } from "../support/pg.js"
@@ -135,7 +136,7 @@ describe("a backend terminated mid-stream (CLI)", () => {
     // Encoded on the reading thread: with the encoder thread, the page's last part is written later, and a kill in
     // "idle in transaction" can land while the end of the COPY still waits unread in the paused socket — a safe
     // retry of the page, but not the moment this test is about.
-    const result = await runCli(["run", "-c", file], { env: { RIVET_ENCODER_THREAD: "0" } })
+    const result = await runCli(["run", "-c", file, "--no-encoder-thread"])
     const killed = { cut: (await cut.stop()).flat(), done: (await done.stop()).flat() }
     expect({ cut: killed.cut.length, done: killed.done.length }, `${NEVER_FAULTED}\n${result.stderr}`).toEqual({
       cut: 1,
@@ -262,7 +263,7 @@ const runInProcess = (config: Record<string, unknown>, configDir: string, option
       intervalMs: 60_000
     }
     const loaded = yield* loadConfig(untyped(config), { configDir })
-    const runs = yield* runConfig(loaded, { env: process.env, ...options }).pipe(
+    const runs = yield* runConfig(loaded, { env: process.env, state: stateLayerFor({ configDir, env: process.env }), ...options }).pipe(
       Effect.provide(Layer.succeed(ProgressReporter, reporter))
     )
     return { run: runs[0]!, progress: progress!, notices }

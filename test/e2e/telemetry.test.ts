@@ -189,7 +189,7 @@ describe("telemetry over OTLP/HTTP", () => {
     }
   }, 60_000)
 
-  it("a collector that is down or hangs costs the run at most 2 seconds, and the run succeeds", async () => {
+  it("a collector that is down or hangs costs the run only its bounded shutdown flushes, and the run succeeds", async () => {
     const plain = await run("plain/", {})
     expect(plain.code).toBe(0)
     const closed = await startOtlpReceiver()
@@ -203,16 +203,20 @@ describe("telemetry over OTLP/HTTP", () => {
       expect(hung.code).toBe(0)
       expect(hanging.bodies().length).toBeGreaterThan(0)
       // The summary is a run's last output; after it come the two flushes of the telemetry's shutdown (800 ms each
-      // at most). Timed from there, a loaded machine's noise in the whole run does not count.
-      expect(hung.msAfterOutput).toBeLessThan(2000)
-      // Nothing during the run waits on the collector either (spans leave in the background): a generous bound
-      // on the whole run catches a run that blocks on it.
-      expect(hung.ms).toBeLessThan(plain.ms + 5000)
+      // at most) and the process's exit. Timed from there, a loaded machine's noise in the whole run does not count;
+      // the bound leaves ~2.4 s for a slow exit and stays below the OTLP exporter's own 10 s default timeout, which
+      // is what a shutdown not bounded by Rivet's 800 ms would wait out against a hanging collector.
+      expect(hung.msAfterOutput).toBeLessThan(4000)
+      // Nothing during the run waits on the collector either (spans leave in the background). Measured against the
+      // plain run just before, as a ratio (1.5×: two runs of the same export on a loaded 2-core machine differ by
+      // that much) plus the shutdown's flushes: a run that blocks on the hanging collector takes far longer.
+      expect(hung.ms).toBeLessThan(plain.ms * 1.5 + 4000)
     } finally {
       await hanging.close()
     }
-    expect(down.msAfterOutput).toBeLessThan(2000)
-    expect(down.ms).toBeLessThan(plain.ms + 5000)
+    // The same bounds, for the same reasons, against a collector that refuses connections.
+    expect(down.msAfterOutput).toBeLessThan(4000)
+    expect(down.ms).toBeLessThan(plain.ms * 1.5 + 4000)
     await readManifest("hung/")
   }, 60_000)
 })

@@ -15,7 +15,7 @@ const TEXT = `'row ' || i || CASE WHEN i % 7 = 0 THEN E'\\nsecond line, "quoted"
 const EXPORTS = {
   vpq: { rows: 20_000, format: "parquet" },
   vcsvgz: { rows: 5_000, format: "csv" },
-  vcsv: { rows: 3_000, format: "csv" },
+  vcsv: { rows: 12_000, format: "csv" },
   vnd: { rows: 3_000, format: "ndjson" }
 } as const
 
@@ -36,7 +36,7 @@ exports:
     query: select i as id, ${TEXT} as t, case when i % 5 = 0 then null else i end as n from generate_series(1, ${EXPORTS.vcsv.rows}) as i
     format: csv
     batch_size: 500
-    max_file_size: 16KB
+    max_file_size: 64KB
     destination: { type: local, path: out/vcsv }
   - name: vnd
     query: select i as id, ${TEXT} as t from generate_series(1, ${EXPORTS.vnd.rows}) as i

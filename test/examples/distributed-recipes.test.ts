@@ -61,7 +61,7 @@ describe("examples/kubernetes: an Indexed Job of rivet workers", () => {
     const config = await Effect.runPromise(
       loadConfig(parse(yaml) as never, { env: { SOURCE_URL: "postgres://rivet@db.internal/orders" } })
     )
-    expect(config.exports[0]?.mode).toMatchObject({ kind: "chunked", parallel: 8 })
+    expect(config.exports[0]?.mode.settings).toMatchObject({ kind: "chunked", parallel: 8 })
     expect(config.exports[0]?.destination.plugin.type).toBe("s3")
   })
 })

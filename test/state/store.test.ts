@@ -48,7 +48,7 @@ const contract = (name: string, makeBackend: () => StateBackend) =>
 
     it("journals runs; a second run with the same id is refused", async () => {
       const target = await backend.fresh()
-      const started = run("r1", { checkpointed: true, planFingerprint: "sha256:plan", bytes: 5_000_000_000 })
+      const started = run("r1", { checkpointed: true, planFingerprint: "sha256:plan", identity: "{\"version\":1}", bytes: 5_000_000_000 })
       const found = await withStore(
         target.layer(),
         Effect.gen(function* () {
@@ -254,6 +254,23 @@ const contract = (name: string, makeBackend: () => StateBackend) =>
       await target.query("UPDATE rivet_units SET status = 'pending' WHERE idx = 1")
       const parts = await withStore(target.layer(), Effect.flatMap(store, (s) => s.parts("r1")))
       expect(parts.map((p) => p.path)).toEqual(["u0-a", "u7", "tail"])
+    })
+
+    it("keeps a partitioned part's values (NULL, long and non-ASCII ones included); an unpartitioned part has none", async () => {
+      const target = await backend.fresh()
+      const values = { name: `${"L".repeat(300)}\u00e9e\u0301`, tag: null, "k$2": "a/b" }
+      const result = await withStore(
+        target.layer(),
+        Effect.gen(function* () {
+          const s = yield* store
+          yield* s.beginRun(run("r1", { checkpointed: true }))
+          yield* s.savePlan("r1", [unit(0)])
+          yield* s.commitUnit("r1", unit(0, { rows: 10 }), [{ ...part("name=x/u0-a"), partition: values }, part("u0-b")])
+          return yield* s.parts("r1")
+        })
+      )
+      expect(result.map((p) => p.partition)).toEqual([values, undefined])
+      expect(Object.keys(result[0]!.partition!)).toEqual(["name", "tag", "k$2"])
     })
 
     it("commitUnit and savePlan refuse an unknown run; concurrent commits all land", async () => {

@@ -7,8 +7,9 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import postgres from "postgres"
 import type { TestProject } from "vitest/node"
-import { startEmbeddedServer } from "../../src/plugins/sources/postgres/embedded.js"
+import { startEmbeddedServer } from "../../src/embedded-postgres/server.js"
 import { DEFAULT_MYSQL_URL, mysqlAnswers } from "./mysql-probe.js"
+import { logicalReplication } from "./replication.js"
 
 const DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/test"
 
@@ -30,9 +31,15 @@ const hostOf = (url: string) => {
 }
 
 /**
+ * Server settings of the test PostgreSQL beyond the defaults: logical replication for the change-data-capture tests
+ * (`mode: cdc`, pgoutput). .ci/run sets the same on the machine's server.
+ */
+const TEST_SERVER_SETTINGS = { wal_level: "logical", max_replication_slots: "20", max_wal_senders: "20" } as const
+
+/**
  * Starts an embedded PostgreSQL in a temporary directory with a `test` database, set up like a developer's test
- * server (trust authentication; fsync off, as the cluster is thrown away). Returns its URL and the teardown that
- * stops the server and deletes the directory.
+ * server (trust authentication; fsync off, as the cluster is thrown away) with TEST_SERVER_SETTINGS. Returns its URL
+ * and the teardown that stops the server and deletes the directory.
  */
 const startEmbeddedForTests = async () => {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "rivet-test-pg-"))
@@ -41,14 +48,24 @@ const startEmbeddedForTests = async () => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     await fs.rm(dataDir, { recursive: true, force: true })
   }
+  const options = { dataDir, ephemeral: true, trust: true }
+  // startEmbeddedServer takes no server settings, and wal_level needs a restart: the first start creates the cluster
+  // and keeps the settings in it (ALTER SYSTEM writes postgresql.auto.conf) with the database; the second runs with them.
+  const prepare = (url: string) =>
+    Effect.promise(async () => {
+      const sql = postgres(url, { max: 1, onnotice: () => {} })
+      try {
+        await sql`create database test`
+        for (const [name, value] of Object.entries(TEST_SERVER_SETTINGS)) {
+          await sql.unsafe(`ALTER SYSTEM SET ${name} = '${value}'`)
+        }
+      } finally {
+        await sql.end()
+      }
+    })
   const started = await Effect.runPromiseExit(
-    startEmbeddedServer({ dataDir, ephemeral: true, trust: true }).pipe(
-      Effect.tap((server) =>
-        Effect.promise(async () => {
-          const sql = postgres(server.url, { max: 1, onnotice: () => {} })
-          await sql`create database test`.finally(() => sql.end())
-        })
-      ),
+    Effect.scoped(Effect.flatMap(startEmbeddedServer(options), (server) => prepare(server.url))).pipe(
+      Effect.zipRight(startEmbeddedServer(options)),
       Scope.extend(scope)
     )
   )
@@ -90,6 +107,8 @@ const shared = globalThis as typeof globalThis & { rivetTestServices?: Promise<T
 
 const findServices = async (): Promise<TestServices> => {
   const found = await findPostgres()
+  const noLogical = await logicalReplication(found.url)
+  if (noLogical !== undefined) console.warn(`Logical replication (CDC) tests SKIPPED: ${noLogical}`)
   const mysqlUrl = await findMysql()
   const dropState = process.env["RIVET_TEST_STATE"] === "postgres" ? await keepStateIn(found.url) : undefined
   const teardown = async () => {

@@ -23,6 +23,9 @@ export interface ReceivedSpan {
   readonly name: string
   readonly attributes: Readonly<Record<string, string | number | boolean>>
   readonly service: string | undefined
+  /** OTLP status code: 0 unset, 1 ok, 2 error; and its message. */
+  readonly status: { readonly code: number; readonly message: string }
+  readonly events: ReadonlyArray<{ readonly name: string; readonly attributes: Readonly<Record<string, string | number | boolean>> }>
 }
 
 export interface ReceivedPoint {
@@ -51,7 +54,15 @@ interface TracesBody {
   readonly resourceSpans?: ReadonlyArray<{
     readonly resource?: { readonly attributes?: ReadonlyArray<KeyValue> }
     readonly scopeSpans?: ReadonlyArray<{
-      readonly spans?: ReadonlyArray<{ traceId: string; spanId: string; parentSpanId?: string; name: string; attributes?: ReadonlyArray<KeyValue> }>
+      readonly spans?: ReadonlyArray<{
+        traceId: string
+        spanId: string
+        parentSpanId?: string
+        name: string
+        attributes?: ReadonlyArray<KeyValue>
+        status?: { code?: number; message?: string }
+        events?: ReadonlyArray<{ name: string; attributes?: ReadonlyArray<KeyValue> }>
+      }>
     }>
   }>
 }
@@ -113,7 +124,9 @@ export const startOtlpReceiver = async (options: { readonly hang?: boolean } = {
               parentSpanId: span.parentSpanId || undefined,
               name: span.name,
               attributes: attributesOf(span.attributes),
-              service: typeof service === "string" ? service : undefined
+              service: typeof service === "string" ? service : undefined,
+              status: { code: span.status?.code ?? 0, message: span.status?.message ?? "" },
+              events: (span.events ?? []).map((event) => ({ name: event.name, attributes: attributesOf(event.attributes) }))
             }))
           )
         })

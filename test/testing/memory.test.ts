@@ -40,7 +40,7 @@ const schema: BatchSchema = {
 
 const query = (overrides: Partial<SourceQuery> = {}): SourceQuery => ({
   exportName: "users",
-  sql: "SELECT * FROM users",
+  base: { _tag: "Query", sql: "SELECT * FROM users" },
   batchSize: 2,
   columnTypes: new Map(),
   ...overrides
@@ -69,7 +69,7 @@ describe("memorySource", () => {
       const orders = makeBatch(schema, [[10n], ["order"]])
       const source = memorySource({ tables: { orders: { batches: [orders] }, users: { schema, rows: [] } } })
       const driver = yield* Effect.provide(SourceDriver, source.layer)
-      const byTable = yield* driver.open(query({ table: { name: "orders" } }))
+      const byTable = yield* driver.open(query({ base: { _tag: "Table", name: "orders" } }))
       expect(Chunk.toReadonlyArray(yield* Stream.runCollect(byTable.batches))).toEqual([orders])
       const byExport = yield* driver.open(query())
       expect(Chunk.size(yield* Stream.runCollect(byExport.batches))).toBe(0)

@@ -1,7 +1,15 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { defineFormat, FormatDriver, FormatError, type BatchSchema, type FormatDriverShape, type PartEncoder } from "rivet-export/plugin"
+import {
+  defineFormat,
+  FormatDriver,
+  FormatError,
+  type BatchSchema,
+  type FormatDriverShape,
+  type PartEncoder,
+  type PartEncoderFactory
+} from "rivet-export/plugin"
 import { makeArrowEncoder } from "./encoder.js"
 import { typeProblem } from "./types.js"
 
@@ -29,13 +37,22 @@ const validate = Effect.fn("ArrowFormat.validate")(function* (schema: BatchSchem
   }
 })
 
-const open = Effect.fn("ArrowFormat.open")(function* (schema: BatchSchema) {
-  const encoder = yield* Effect.try({ try: () => makeArrowEncoder(schema), catch: failure })
-  return {
+/** One part's encoder: an Arrow IPC file writer fed one record batch per Rivet batch. */
+const openPart = (schema: BatchSchema) =>
+  Effect.map(Effect.try({ try: () => makeArrowEncoder(schema), catch: failure }), (encoder) => ({
     write: (batch) => Effect.try({ try: () => encoder.write(batch), catch: failure }),
     finish: Effect.try({ try: () => encoder.finish(), catch: failure })
-  } satisfies PartEncoder
+  }) satisfies PartEncoder)
+
+const open = Effect.fn("ArrowFormat.open")(function* (schema: BatchSchema) {
+  return yield* openPart(schema)
 })
+
+/**
+ * The format's part encoders, for Rivet's encoder thread: `encoderThread` below names this export of this module,
+ * and Rivet runs it on a thread of the export's own when it finds that worth it. The format has no keys to read.
+ */
+export const arrowParts: PartEncoderFactory<typeof ArrowConfig.Type> = () => Effect.succeed(openPart)
 
 /** The driver: one Arrow IPC file per part; Rivet's `max_file_size` starts a new file between record batches. */
 export const arrowDriver: FormatDriverShape = {
@@ -52,5 +69,6 @@ export default defineFormat({
   apiVersion: 1,
   description: "Apache Arrow IPC file (Feather v2): one record batch per batch; loads straight into Polars, DuckDB, pandas.",
   config: ArrowConfig,
-  make: () => Layer.succeed(FormatDriver, arrowDriver)
+  make: () => Layer.succeed(FormatDriver, arrowDriver),
+  encoderThread: { module: import.meta.url, factory: "arrowParts" }
 })

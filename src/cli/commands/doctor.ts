@@ -1,45 +1,90 @@
 import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { validateConfigFile } from "../../registry/load-config.js"
-import { type DoctorCheck, doctor } from "../../engine/doctor.js"
+import { type DoctorCheck, doctor } from "../../commands/doctor.js"
+import { exitCodeOf } from "../../core/errors.js"
 import { ExitCode, worstExitCode } from "../exit.js"
 import { paramOption, useParams } from "../params.js"
 import { configOption } from "./run.js"
 
 const HINT_INDENT = "       "
 
-/** `[OK]  <name>` (two spaces, no detail) or `[FAIL] <name>: <what happened>` + an indented `Hint:` line. */
+const FAILED = "Some checks failed. Fix the issues above before running exports."
+
+/**
+ * `[OK]  <name>` (two spaces; `: <detail>` when the check says what it found; an indented `Note:` line for each
+ * thing it could not do), `[WARN] <name>: <detail>` + an indented `Hint:` line, or `[FAIL] <name>: <what happened>`
+ * + an indented `Hint:` line.
+ */
 export const renderCheck = (check: DoctorCheck): string => {
-  if (!check.error) return `[OK]  ${check.name}`
+  const found = check.detail === undefined ? "" : `: ${check.detail}`
+  if (!check.error && check.warning !== undefined) return [`[WARN] ${check.name}${found}`, `${HINT_INDENT}Hint: ${check.warning}`].join("\n")
+  if (!check.error) return [`[OK]  ${check.name}${found}`, ...(check.notes ?? []).map((note) => `${HINT_INDENT}Note: ${note}`)].join("\n")
   const where = check.error._tag === "ConfigError" ? `${check.error.path}: ` : ""
   const lines = [`[FAIL] ${check.name}: ${where}${check.error.message}`]
   if (check.error.hint) lines.push(`${HINT_INDENT}Hint: ${check.error.hint}`)
   return lines.join("\n")
 }
 
-/** `rivet doctor -c export.yaml` — checks the source, every export's query and every destination. */
-export const doctorCommand = Command.make("doctor", { config: configOption, params: paramOption }, ({ config, params }) =>
+/** One check in `--json`: `status` ok, warning or failed, with what the text shows of it. */
+export const checkJson = (check: DoctorCheck) => ({
+  name: check.name,
+  status: check.error ? "failed" : check.warning !== undefined ? "warning" : "ok",
+  ...(check.detail !== undefined && { detail: check.detail }),
+  ...(check.warning !== undefined && { hint: check.warning }),
+  ...(check.notes !== undefined && check.notes.length > 0 && { notes: check.notes }),
+  ...(check.slot !== undefined && {
+    slot:
+      check.slot === null
+        ? null
+        : { name: check.slot.name, active: check.slot.active, confirmed: check.slot.confirmed, retained_bytes: check.slot.retainedBytes }
+  }),
+  ...(check.error && {
+    error: {
+      type: check.error._tag,
+      ...(check.error._tag === "ConfigError" && { path: check.error.path }),
+      message: check.error.message,
+      hint: check.error.hint,
+      exit_code: exitCodeOf(check.error)
+    }
+  })
+})
+
+const jsonOption = Options.boolean("json").pipe(
+  Options.withDescription(
+    "Print a JSON report on stdout instead: { ok, checks: [{ name, status (ok, warning or failed), detail, hint, error, slot, … }] }."
+  )
+)
+
+/** `rivet doctor -c export.yaml [--json]` — checks the source, every export's query and change log, and every destination. */
+export const doctorCommand = Command.make("doctor", { config: configOption, params: paramOption, json: jsonOption }, ({ config, params, json }) =>
   Effect.gen(function* () {
     const badParams = yield* useParams(params, config)
     if (badParams) return badParams
-    yield* Console.log(`rivet doctor: checking config '${config}'\n`)
+    if (!json) yield* Console.log(`rivet doctor: checking config '${config}'\n`)
     const loaded = yield* validateConfigFile(config)
-    if (Either.isLeft(loaded)) {
-      for (const error of loaded.left) yield* Console.log(renderCheck({ name: "Config", error }))
-      yield* Console.log("\nSome checks failed. Fix the issues above before running exports.")
-      return new ExitCode(1)
-    }
-    yield* Console.log(renderCheck({ name: "Config parsed successfully" }))
-    const checks = yield* doctor(loaded.right)
-    for (const check of checks) yield* Console.log(renderCheck(check))
+    const checks: ReadonlyArray<DoctorCheck> = Either.isLeft(loaded)
+      ? loaded.left.map((error) => ({ name: "Config", error }))
+      : [{ name: "Config parsed successfully" }, ...(yield* doctor(loaded.right))]
     const errors = checks.flatMap((check) => (check.error ? [check.error] : []))
-    yield* Console.log(errors.length === 0 ? "\nAll checks passed." : "\nSome checks failed. Fix the issues above before running exports.")
+    if (json) {
+      yield* Console.log(JSON.stringify({ ok: errors.length === 0, checks: checks.map(checkJson) }, null, 2))
+    } else {
+      for (const check of checks) yield* Console.log(renderCheck(check))
+      const warnings = checks.filter((check) => !check.error && check.warning !== undefined).length
+      yield* Console.log(
+        errors.length > 0 ? `\n${FAILED}` : warnings > 0 ? `\nAll checks passed, with ${warnings} warning(s) above.` : "\nAll checks passed."
+      )
+    }
     return new ExitCode(worstExitCode(errors))
   })
 ).pipe(
   Command.withDescription(
-    "Check that the source answers, each query resolves and each destination is reachable and writable.\n\nExample:\n  rivet doctor -c export.yaml"
+    "Check that the source answers, each query resolves, each mode: cdc export's change log is ready (server " +
+      "settings, rights, replica identity, publication; its slot and the WAL it retains, a warning above 1 GiB) and each " +
+      "destination is reachable and writable.\n\nExample:\n  rivet doctor -c export.yaml\n  rivet doctor -c export.yaml --json"
   )
 )

@@ -6,7 +6,8 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { validateConfigFile } from "../../registry/load-config.js"
 import { configIdentity, writePlanFile } from "../../engine/plan/file.js"
-import { planConfig } from "../../engine/plan/make.js"
+import { readOnlyStateLayerFor } from "../../state/layer.js"
+import { planConfig } from "../../commands/plan/make.js"
 import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { renderPlannedExport } from "../plan-render.js"
 import { paramOption, useParams } from "../params.js"
@@ -40,7 +41,10 @@ export const planCommand = Command.make(
       if (Either.isLeft(identity)) return yield* configFailure([identity.left])
       const loaded = yield* validateConfigFile(config)
       if (Either.isLeft(loaded)) return yield* configFailure(loaded.left)
-      const planned = yield* Effect.either(planConfig(loaded.right, identity.right, { only: exports }))
+      const planned = yield* Effect.either(planConfig(loaded.right, identity.right, {
+          only: exports,
+          state: readOnlyStateLayerFor({ configDir: loaded.right.configDir, env: process.env })
+        }))
       if (Either.isLeft(planned)) {
         yield* printErrors([planned.left], { json })
         return new ExitCode(worstExitCode([planned.left]))

@@ -10,13 +10,15 @@ import { loadPlanFor } from "../../engine/plan/file.js"
 import { runConfig } from "../../engine/run.js"
 import { checkRunId, RUN_ID_VARIABLE } from "../../engine/worker-join.js"
 import { telemetryLayer } from "../../engine/telemetry/layer.js"
+import { stateLayerFor } from "../../state/layer.js"
+import { LANES_WORKER_URL } from "../../lanes-worker-url.js"
 import { configFailure, ExitCode, printErrors, worstExitCode } from "../exit.js"
 import { printStatements } from "../plan-render.js"
 import { collectPartsSooner } from "../heap-growth.js"
 import { paramOption, useParams } from "../params.js"
 import { manifest } from "../manifest.js"
 import { cliProgress, jsonProgress } from "../progress.js"
-import { reportInterrupted, trackRunning } from "../signals.js"
+import { gracefulStop, reportInterrupted, trackRunning } from "../signals.js"
 import { validateAfterRun } from "../validate-after-run.js"
 
 export const configOption = Options.file("config", { exists: "either" }).pipe(
@@ -85,11 +87,23 @@ const runIdOption = Options.text("run-id").pipe(
   )
 )
 
+const followOption = Options.boolean("follow").pipe(
+  Options.withDescription(
+    "Keep reading change logs (mode: cdc exports; the others run once first): publish a window every cdc.commit_interval (default 60s) or max_events changes, until SIGTERM or Ctrl-C, which publishes the open window and exits 0 (a second signal interrupts)."
+  )
+)
+
+const noEncoderThreadOption = Options.boolean("no-encoder-thread").pipe(
+  Options.withDescription(
+    "Encode every part on the thread that reads the source, instead of an encoder thread per export (the default when a second core is free): to rule the thread out when reporting a problem."
+  )
+)
+
 /** `rivet run -c export.yaml [-e name]… [--resume] [--json]` — runs the exports and prints a summary per export. */
 export const runCommand = Command.make(
   "run",
-  { config: configOption, exports: exportOption, params: paramOption, verbose: runVerboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption, wait: waitOption, worker: workerOption, runId: runIdOption },
-  ({ config, exports, params, verbose, resume, json, validate, plan, wait, worker, runId }) =>
+  { config: configOption, exports: exportOption, params: paramOption, verbose: runVerboseOption, resume: resumeOption, json: jsonOption, validate: validateOption, plan: planOption, wait: waitOption, worker: workerOption, runId: runIdOption, noEncoderThread: noEncoderThreadOption, follow: followOption },
+  ({ config, exports, params, verbose, resume, json, validate, plan, wait, worker, runId, noEncoderThread, follow }) =>
     Effect.gen(function* () {
       const badParams = yield* useParams(params, config, { json })
       if (badParams) return badParams
@@ -135,7 +149,27 @@ export const runCommand = Command.make(
       if (toRun.some((spec) => spec.partition !== undefined)) collectPartsSooner()
       const reporting = trackRunning(json ? jsonProgress : cliProgress({ verbose, dataOnStdout }))
       const startedAt = Date.now()
-      const runs = yield* runConfig(loaded.right, { only: selected, resume, plans: planned, waitMs, workerRunId: workerRunId?.right }).pipe(
+      const stop = follow || toRun.some((spec) => spec.mode.continuous)
+        ? gracefulStop((signal) =>
+            process.stderr.write(
+              json
+                ? `${JSON.stringify({ event: "stopping", time: new Date().toISOString(), signal })}\n`
+                : `rivet: ${signal}: publishing the windows being read, then stopping (send it again to interrupt)\n`
+            )
+          )
+        : undefined
+      const runs = yield* runConfig(loaded.right, {
+        only: selected,
+        resume,
+        plans: planned,
+        waitMs,
+        workerRunId: workerRunId?.right,
+        state: stateLayerFor({ configDir: loaded.right.configDir, env: process.env }),
+        lanesWorker: LANES_WORKER_URL,
+        encoderThread: !noEncoderThread,
+        follow,
+        stop
+      }).pipe(
         Effect.provide(reporting.layer),
         Effect.provide(telemetryLayer(process.env, { version: manifest.version, config: loaded.right.telemetry })),
         // After runConfig's own cleanup: by then statements are cancelled and uploads aborted.
@@ -154,6 +188,6 @@ export const runCommand = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers\n  rivet run -c export.yaml -p RUN_DATE=2026-12-01\n  rivet run -c export.yaml --resume\n  rivet run -c export.yaml --wait 10m\n  rivet run -c export.yaml --validate\n  rivet plan -c export.yaml -o plan.json && rivet run -c export.yaml --plan plan.json\n  rivet run -c export.yaml --json 2> events.ndjson\n  RIVET_STATE_URL=postgres://… rivet run -c export.yaml --worker --run-id nightly-2026-12-05"
+    "Export tables to files.\n\nExample:\n  rivet run -c examples/quickstart.yaml\n  rivet run -c export.yaml -e orders -e customers\n  rivet run -c export.yaml -p RUN_DATE=2026-12-01\n  rivet run -c export.yaml --resume\n  rivet run -c export.yaml --wait 10m\n  rivet run -c export.yaml --validate\n  rivet run -c changes.yaml --follow\n  rivet plan -c export.yaml -o plan.json && rivet run -c export.yaml --plan plan.json\n  rivet run -c export.yaml --json 2> events.ndjson\n  RIVET_STATE_URL=postgres://… rivet run -c export.yaml --worker --run-id nightly-2026-12-05"
   )
 )

@@ -11,6 +11,7 @@ import { configJsonSchema } from "../../config/json-schema.js"
 import { fileProblem } from "../../config/read-file.js"
 import { ConfigError } from "../../core/errors.js"
 import { configFailure, ExitCode } from "../exit.js"
+import { MODES } from "../../engine/modes/kinds/list.js"
 import { printLines } from "../terminal.js"
 
 const configOption = Options.file("config", { exists: "yes" }).pipe(
@@ -42,7 +43,7 @@ export const schemaCommand = Command.make("schema", { config: configOption, outp
         Effect.flatMap(readPluginSpecifiers(file), ({ specifiers, configDir }) => loadAllPlugins(specifiers, configDir))
     }).pipe(Effect.either)
     if (plugins._tag === "Left") return yield* configFailure([plugins.left])
-    const text = `${JSON.stringify(configJsonSchema(plugins.right), null, 2)}\n`
+    const text = `${JSON.stringify(configJsonSchema(plugins.right, MODES), null, 2)}\n`
     if (Option.isNone(output)) {
       yield* printLines("stdout", text)
       return new ExitCode(0)

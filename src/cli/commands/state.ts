@@ -9,6 +9,7 @@ import { paramOption } from "../params.js"
 import { exportFilter, jsonOption, printJson, runState, scopeOf, withStore } from "../state-scope.js"
 import { filesJson, renderFiles, renderReset, renderSummaries, summariesJson } from "../state-render.js"
 import { configOption } from "./run.js"
+import { resetExport } from "../../commands/state-reset.js"
 import { distributedRunJson, distributedRunOf, renderDistributedRun } from "../worker-render.js"
 
 const showCommand = Command.make(
@@ -107,16 +108,19 @@ const resetCommand = Command.make(
       Effect.gen(function* () {
         const scope = yield* scopeOf(config, Option.some(exportName), params)
         // Nothing to reset in a state file that does not exist yet; do not create one just to say so.
-        const result = scope.exists
-          ? yield* withStore(scope, Effect.flatMap(StateStore, (store) => store.reset(exportName)))
-          : { cursor: false, abandonedRuns: 0 }
+        const clearState = scope.exists
+          ? withStore(scope, Effect.flatMap(StateStore, (store) => store.reset(exportName)))
+          : Effect.succeed({ cursor: false, abandonedRuns: 0 })
+        // mode: cdc: the export's replication slot is dropped too (the source is reached first).
+        const result = yield* resetExport(scope.loaded, exportName, clearState)
         yield* Console.log(renderReset(exportName, result))
       })
     )
 ).pipe(
   Command.withDescription(
     "Forget an export's cursor and schema baseline and abandon its unfinished checkpointed runs: the next run starts " +
-      "from scratch. The journal of past runs and files is kept.\n\nExample:\n  rivet state reset -c export.yaml -e orders"
+      "from scratch. The journal of past runs and files is kept. A mode: cdc export's replication slot is dropped on " +
+      "the source too (which must answer).\n\nExample:\n  rivet state reset -c export.yaml -e orders"
   )
 )
 

@@ -51,7 +51,7 @@ import { batchToRows, SourceDriver } from "rivet-export/plugin"
 import { expect, it } from "vitest"
 import plugin from "../src/index.js"
 
-const query = { exportName: "items", sql: "", table: { name: "items" }, batchSize: 1000, columnTypes: new Map() }
+const query = { exportName: "items", base: { _tag: "Table", name: "items" } as const, batchSize: 1000, columnTypes: new Map() }
 
 it("${type}: reads every row in batches of at most batchSize", async () => {
   const config = Effect.runSync(Schema.decodeUnknown(plugin.config)({ rows: 2500 }))

@@ -1,4 +1,4 @@
-import type { LogicalType, Value } from "../batch.js"
+import type { LogicalType, Value } from "./logical.js"
 import { BinaryBuilder, BoolBuilder, FixedBuilder, ListBuilder, NumberBuilder } from "./builders.js"
 import { boolAt, type ColumnData, isValid } from "./data.js"
 import { float32Text } from "./float32.js"

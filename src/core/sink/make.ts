@@ -63,7 +63,10 @@ export const make = <Receipt>(primitives: SinkPrimitives<Receipt>): SinkDriverSh
     if (primitives.check !== undefined) yield* primitives.check
     if (probe === false) return
     yield* primitives.put(PROBE_NAME, PROBE_BODY, "text/plain")
-    yield* Effect.ignore(probe.remove(PROBE_NAME))
+    const removed = yield* Effect.either(probe.remove(PROBE_NAME))
+    if (removed._tag === "Right") return
+    const { message, hint } = removed.left
+    return { notes: [`the probe object ${primitives.uri(PROBE_NAME)} was written but not removed (${message}).${hint === undefined ? "" : ` ${hint}`} Remove it by hand; no run lists or reads it.`] }
   }).pipe(Effect.withSpan(span("check")))
 
   const { list, read, sweep, pendingUploads } = primitives

@@ -1,7 +1,7 @@
 import type * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
 import type { SinkError } from "../errors.js"
-import type { PendingUploads, SinkCapabilities, StoredObject } from "../plugin.js"
+import type { PendingUploads, SinkCapabilities, StoredObject, WriteReceipt } from "../plugin.js"
 
 /** The operations `Sink.make` names in spans and in the errors it asks the plugin to build. */
 export type SinkOperation = "check" | "put" | "begin" | "writeBlock" | "complete" | "abort" | "list" | "read" | "sweep"
@@ -64,8 +64,8 @@ export interface SinkPrimitives<Receipt> {
   readonly usageError: (problem: UsageProblem) => SinkError
   /** Refusals beyond Rivet's key rules (e.g. a store's key length limit), for a key relative to the destination. */
   readonly keyProblem?: ((key: string) => string | undefined) | undefined
-  /** Writes a whole small object atomically. */
-  readonly put: (key: string, bytes: Uint8Array, contentType: string) => Effect.Effect<void, SinkError>
+  /** Writes a whole small object atomically; returns what the store confirmed it stored, when it says. */
+  readonly put: (key: string, bytes: Uint8Array, contentType: string) => Effect.Effect<WriteReceipt | void, SinkError>
   /** Starts an object written part by part. Absent: parts are buffered in memory and written with one `put`. */
   readonly begin?: ((key: string, contentType: string) => Effect.Effect<RawUpload<Receipt>, SinkError>) | undefined
   readonly uploads?: UploadRules | undefined
@@ -73,7 +73,8 @@ export interface SinkPrimitives<Receipt> {
   readonly check?: Effect.Effect<void, SinkError> | undefined
   /**
    * `false` for destinations where `rivet doctor` must not write an object (stdout, a test double); otherwise the
-   * probe is written with `put` and removed with `remove` (best effort: delete permission is not required).
+   * probe is written with `put` and removed with `remove` (best effort: delete permission is not required, and a
+   * removal that fails is a note under the passing check).
    */
   readonly probe: false | { readonly remove: (key: string) => Effect.Effect<void, SinkError> }
   /** Every object under the destination, nested keys included (keys relative to it). */

@@ -16,8 +16,8 @@ import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { describeCause, type RivetError } from "../../core/errors.js"
-import type { ExportContext } from "../modes/context.js"
-import type { UnitOutcome } from "../modes/run-unit.js"
+import type { UnitContext } from "../modes/unit-context.js"
+import type { UnitOutcome } from "../modes/unit.js"
 import { decodeError, workerLost } from "./errors.js"
 import { type ChunkEvent, type LaneInit, type LaneRequest, OpenLane, RunChunk, SchemaChecked } from "./protocol.js"
 import type { AttemptMeter } from "../live-progress.js"
@@ -41,9 +41,11 @@ export interface LaneSettings {
   readonly env: Readonly<Record<string, string | undefined>>
   /** At most this many worker threads (`RIVET_LANES`); unset: as many as the cores pay for (runner.ts). */
   readonly threads?: number | undefined
+  /** The worker threads' entry module, given by the edge that knows how to load a config (src/lanes-worker.ts). */
+  readonly workerEntry: URL
 }
 
-const initOf = (ctx: ExportContext, settings: LaneSettings): Omit<LaneInit, "lane"> => ({
+const initOf = (ctx: UnitContext, settings: LaneSettings): Omit<LaneInit, "lane"> => ({
   configFile: settings.configFile,
   env: settings.env,
   exportName: ctx.spec.name,
@@ -79,7 +81,7 @@ const fromWorkerError = (exportName: string, error: WorkerError): RivetError => 
  * the lane is not used again) or an unreadable message becomes the export's PluginError.
  */
 const laneFailed =
-  (ctx: ExportContext, lane: Lane) =>
+  (ctx: UnitContext, lane: Lane) =>
   (error: RivetError | WorkerError | ParseResult.ParseError): Effect.Effect<never, RivetError> => {
     switch (error._tag) {
       case "WorkerError":
@@ -96,7 +98,7 @@ const laneFailed =
  * The platform gives it 5 seconds before it terminates the thread; the scope may already be closing (the export
  * ends), so the wait is for the thread's exit itself.
  */
-const stopLane = (ctx: ExportContext, lane: Lane) =>
+const stopLane = (ctx: UnitContext, lane: Lane) =>
   Effect.gen(function* () {
     yield* Scope.close(lane.scope, Exit.void)
     const code = yield* Deferred.await(lane.exited).pipe(Effect.timeout("6 seconds"), Effect.option)
@@ -109,7 +111,7 @@ const stopLane = (ctx: ExportContext, lane: Lane) =>
 
 /** Starts one worker thread in `scope` and waits until it has built its drivers. */
 const startLane = (
-  ctx: ExportContext,
+  ctx: UnitContext,
   url: URL,
   init: LaneInit,
   scope: Scope.CloseableScope,
@@ -140,7 +142,7 @@ const startLane = (
  * interruption aborts the chunk in the thread.
  */
 const runOn = (
-  ctx: ExportContext,
+  ctx: UnitContext,
   lane: Lane,
   work: ChunkWork,
   meter: AttemptMeter,
@@ -209,10 +211,9 @@ const runOn = (
  * counts as they go). Every worker ends when the scope closes.
  */
 export const startLanes = (
-  ctx: ExportContext,
+  ctx: UnitContext,
   settings: LaneSettings,
-  { lanes, threads, overlap }: { readonly lanes: number; readonly threads: number; readonly overlap: boolean },
-  url: URL
+  { lanes, threads, overlap }: { readonly lanes: number; readonly threads: number; readonly overlap: boolean }
 ): Effect.Effect<ChunkRunner, RivetError, Scope.Scope> =>
   Effect.gen(function* () {
     const init = initOf(ctx, settings)
@@ -226,7 +227,7 @@ export const startLanes = (
       // way round, which the starter would report as a thread that could not start.
       const laneScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       yield* Effect.forkScoped(
-        startLane(ctx, url, { ...init, lane: i }, laneScope, `lane-${i}`).pipe(
+        startLane(ctx, settings.workerEntry, { ...init, lane: i }, laneScope, `lane-${i}`).pipe(
           Effect.flatMap((lane) => Effect.zipRight(Effect.sync(() => joined++), Queue.offer(idle, lane))),
           Effect.catchAll((error) =>
             ctx.reporter.notice(

@@ -4,7 +4,7 @@ import type { BatchSchema, LogicalType } from "../../core/batch.js"
 import { PartRecord } from "../../core/manifest.js"
 import type { ColumnRef, RowFilter, SourceQuery } from "../../core/plugin.js"
 import type { ChunkWork } from "../modes/chunk-work.js"
-import type { UnitOutcome } from "../modes/run-unit.js"
+import type { UnitOutcome } from "../modes/unit.js"
 import { AnyRivetError } from "./errors.js"
 
 // The requests the main thread sends a lane's worker thread, as Schemas: @effect/platform's Worker encodes each
@@ -55,12 +55,15 @@ const RowFilterWire: Schema.Schema<RowFilter> = Schema.Union(
 
 const SourceQueryWire: Schema.Schema<SourceQuery> = Schema.Struct({
   exportName: Schema.String,
-  sql: Schema.String,
+  base: Schema.Union(
+    Schema.TaggedStruct("Table", { schema: Schema.optional(Schema.String), name: Schema.String }),
+    Schema.TaggedStruct("Query", { sql: Schema.String })
+  ),
   where: Schema.optional(Schema.Array(RowFilterWire)),
   orderBy: Schema.optional(Schema.Array(ColumnRefWire)),
   limit: Schema.optional(Schema.Number),
   uniqueOrder: Schema.optional(Schema.Boolean),
-  table: Schema.optional(Schema.Struct({ schema: Schema.optional(Schema.String), name: Schema.String })),
+  distinct: Schema.optional(Schema.Array(Schema.String)),
   batchSize: Schema.Number,
   // A Map crosses the thread boundary as it is (structured clone).
   columnTypes: Schema.ReadonlyMapFromSelf({ key: Schema.String, value: LogicalTypeWire })

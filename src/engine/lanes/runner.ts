@@ -5,14 +5,11 @@ import { fileURLToPath } from "node:url"
 import * as Effect from "effect/Effect"
 import type { RivetConfig } from "../../config/model.js"
 import { ConfigError } from "../../core/errors.js"
-import type { ExportContext } from "../modes/context.js"
+import type { UnitContext } from "../modes/unit-context.js"
 import { type LaneSettings, startLanes } from "./pool.js"
 import { inProcessRunner } from "../modes/chunk-work.js"
 
 export type { LaneSettings } from "./pool.js"
-
-/** The built worker entry. Run from sources (vitest) there is no .js beside this module: chunks stay in-process. */
-const WORKER_URL = new URL("./worker.js", import.meta.url)
 
 const LANES_VARIABLE = "RIVET_LANES"
 /** `parallel`'s own maximum: more worker threads than that could never be used. */
@@ -21,13 +18,14 @@ const MAX_WORKER_THREADS = 64
 const MAIN_THREAD_CORES = 2
 
 /**
- * Worker threads may run a config's chunks when a worker can rebuild everything from the config file alone (no
- * plugins passed in code) and `RIVET_LANES` is not `0`. `RIVET_LANES=N` sets how many at most; unset, one per core
- * beyond two (see workerThreadsFor).
+ * Worker threads may run a config's chunks when the caller gave their entry module, a worker can rebuild everything
+ * from the config file alone (no plugins passed in code) and `RIVET_LANES` is not `0`. `RIVET_LANES=N` sets how many
+ * at most; unset, one per core beyond two (see workerThreadsFor).
  */
 export const laneSettings = (
   config: RivetConfig,
-  env: Readonly<Record<string, string | undefined>>
+  env: Readonly<Record<string, string | undefined>>,
+  workerEntry: URL | undefined
 ): Effect.Effect<LaneSettings | undefined, ConfigError> => {
   const raw = env[LANES_VARIABLE]?.trim()
   const threads = raw === undefined || raw === "" ? undefined : Number(raw)
@@ -41,8 +39,8 @@ export const laneSettings = (
     )
   }
   return Effect.succeed(
-    config.reloadable === true && threads !== 0
-      ? { configFile: path.resolve(config.origin), env: { ...env }, threads }
+    workerEntry !== undefined && config.reloadable === true && threads !== 0
+      ? { configFile: path.resolve(config.origin), env: { ...env }, threads, workerEntry }
       : undefined
   )
 }
@@ -58,22 +56,23 @@ export const workerThreadsFor = (lanes: number, settings: LaneSettings, cores: n
 
 /**
  * Whether worker threads can take this export's chunks: a transform and quality gates are JS values of this thread,
- * and a stream destination (stdout) cannot take parts from several threads in order.
+ * and a stream destination (stdout) cannot take parts from several threads in order. Run from sources (vitest) the
+ * entry is not built, and chunks stay in this thread.
  */
-const workersCanRun = (ctx: ExportContext): boolean =>
+const workersCanRun = (ctx: UnitContext, settings: LaneSettings): boolean =>
   ctx.spec.transform === undefined &&
   ctx.gates === undefined &&
   ctx.sink.capabilities.markers &&
-  fs.existsSync(fileURLToPath(WORKER_URL))
+  fs.existsSync(fileURLToPath(settings.workerEntry))
 
 /**
  * The export's chunk runner: `lanes` at once, some in worker threads when the run allows it and the cores pay; with
  * `overlap`, a lane takes its next chunk as soon as the one before is read.
  */
-export const chunkRunnerFor = (ctx: ExportContext, settings: LaneSettings | undefined) => (lanes: number, overlap: boolean) => {
-  if (settings !== undefined && workersCanRun(ctx)) {
+export const chunkRunnerFor = (ctx: UnitContext, settings: LaneSettings | undefined) => (lanes: number, overlap: boolean) => {
+  if (settings !== undefined && workersCanRun(ctx, settings)) {
     const threads = workerThreadsFor(lanes, settings)
-    if (threads > 0) return startLanes(ctx, settings, { lanes, threads, overlap }, WORKER_URL)
+    if (threads > 0) return startLanes(ctx, settings, { lanes, threads, overlap })
   }
   return inProcessRunner(ctx, lanes, overlap)
 }

@@ -2,7 +2,9 @@ import * as Effect from "effect/Effect"
 import type { RivetError } from "../../core/errors.js"
 import { withRetry } from "../../core/retry.js"
 import { recordUnit } from "../telemetry/metrics.js"
-import { runUnit, type UnitContext, type UnitOutcome, type UnitWork } from "./run-unit.js"
+import { runUnit } from "./run-unit.js"
+import type { UnitOutcome, UnitWork } from "./unit.js"
+import type { UnitContext } from "./unit-context.js"
 
 /**
  * Runs one attempt of a unit with a progress meter and quality gates of its own. The attempt returns what it did as
@@ -34,9 +36,7 @@ export const isRetryableSourceError = (error: RivetError): boolean => error._tag
 
 /** Attempts a chunk or page gets: `chunk_max_attempts`, else the first and every retry of the retry policy. */
 export const unitAttempts = (ctx: Pick<UnitContext, "spec" | "retry">): number => {
-  const mode = ctx.spec.mode
-  const configured = mode.kind === "chunked" || mode.kind === "keyset" ? mode.maxAttempts : undefined
-  return configured ?? ctx.retry.maxRetries + 1
+  return ctx.spec.mode.maxAttempts ?? ctx.retry.maxRetries + 1
 }
 
 /**

@@ -2,13 +2,13 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { RivetError, StateError } from "../../core/errors.js"
 import type * as Scope from "effect/Scope"
-import type { PartRecord } from "../../core/manifest.js"
+import { type PartRecord, toPartRecord } from "../../core/manifest.js"
 import type { UnitClaim, UnitRecord } from "../../state/store.js"
 import type { WorkerJoin } from "../worker-join.js"
 import type { ChunkRunner } from "./chunk-work.js"
 import type { ExportContext } from "./context.js"
 import type { RunJournal } from "./mode.js"
-import type { UnitOutcome } from "./run-unit.js"
+import type { UnitOutcome } from "./unit.js"
 
 /**
  * How soon a claim loop asks again while every pending unit is claimed by a live worker (or the cap is reached):
@@ -118,8 +118,6 @@ export const executeClaimed = (
       yield* Effect.sleep(PUBLISH_POLL_MS)
     }
     // Only parts of done units, each recorded by the one claim that committed it.
-    const parts = (yield* state.parts(journal.runId)).map(
-      (part): PartRecord => ({ path: part.path, rows: part.rows, size_bytes: part.size_bytes, content_fingerprint: part.content_fingerprint })
-    )
+    const parts = (yield* state.parts(journal.runId)).map(toPartRecord)
     return { finished, parts }
   })

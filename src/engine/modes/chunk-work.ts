@@ -1,7 +1,8 @@
 import * as Effect from "effect/Effect"
 import type { RivetError } from "../../core/errors.js"
 import { runAttempt } from "./attempt.js"
-import type { UnitContext, UnitOutcome, UnitWork } from "./run-unit.js"
+import type { UnitOutcome, UnitWork } from "./unit.js"
+import type { UnitContext } from "./unit-context.js"
 import { chunkPartName } from "../../core/naming.js"
 import type { SourceQuery } from "../../core/plugin.js"
 

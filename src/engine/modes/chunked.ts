@@ -3,20 +3,32 @@ import * as Effect from "effect/Effect"
 import type { UnitRecord } from "../../state/store.js"
 import { formatLogicalType, type LogicalType } from "../../core/batch.js"
 import { ConfigError, SourceError, type StateError } from "../../core/errors.js"
-import { type PartRecord, schemaEntries } from "../../core/manifest.js"
+import { type PartRecord, schemaEntries, toPartRecord } from "../../core/manifest.js"
 import { type ChunkRunner, type ChunkWork, inProcessRunner } from "./chunk-work.js"
 import { chunkAttemptStem, chunkRunStem, makeNonce, partNamePattern } from "../../core/naming.js"
 import { ChunkSpec, type ModePlan } from "../plan/model.js"
 import type { RowFilter, SourceDescription } from "../../core/plugin.js"
-import type { ModeOf } from "../../config/model.js"
 import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
 import { retryUnit } from "./attempt.js"
 import { planFingerprint } from "./fingerprint.js"
 import { decodeStored } from "./stored.js"
 import type { ModeOutcome, PreparedMode, RunJournal } from "./mode.js"
-import type { UnitOutcome } from "./run-unit.js"
+import type { UnitOutcome } from "./unit.js"
 import { executeClaimed } from "./chunk-claims.js"
+import { commitUnit, earlierAttempt } from "./checkpoint.js"
 import { estimateOf, planHeader, statementOf } from "./planning.js"
+
+/** A chunked export's settings (modes/kinds/chunked.ts decodes them). */
+export interface ChunkedSettings {
+  readonly kind: "chunked"
+  /** Absent: the table's single integer primary key. */
+  readonly chunkColumn?: string | undefined
+  readonly chunkSize: number
+  readonly parallel: number
+  readonly checkpoint: boolean
+  /** Attempts per chunk before the run fails (default: the retry policy's retries + 1). */
+  readonly maxAttempts?: number | undefined
+}
 
 const INTEGER_KINDS = new Set(["int16", "int32", "int64"])
 
@@ -86,7 +98,7 @@ const planChunks = (
  * find no rows write nothing. With `chunk_checkpoint` the plan and every committed chunk are recorded, so
  * `rivet run --resume` redoes only the chunks that had not committed.
  */
-export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportContext, mode: ModeOf<"chunked">) {
+export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportContext, mode: ChunkedSettings) {
   const { describe, bounds } = yield* planningPrimitives(ctx)
   const base = baseQuery(ctx.spec)
   const description = yield* describe(base)
@@ -134,8 +146,9 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
   const execute = (journal: RunJournal, given?: ModePlan) =>
     Effect.gen(function* () {
       const { state, progress } = ctx
+      const earlier = yield* earlierAttempt(ctx, journal)
       // A run killed before its plan was saved has no units: it is planned now, like a new run.
-      const stored: ReadonlyArray<UnitRecord> = journal.resumed ? yield* state.units(journal.runId) : []
+      const stored = earlier.units
       let chunks: ReadonlyArray<Chunk>
       if (stored.length === 0) {
         const specs = given?.chunks?.ranges ?? (yield* chunkSpecs)
@@ -174,9 +187,11 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
           ctx.uploads?.notePrefix(
             chunkAttemptStem(ctx.spec.name, journal.startedAt, work.naming.chunk, work.naming.nonce)
           )
-          const outcome = yield* retryUnit(ctx, `chunk ${unit.index} (${describeChunk(column.name, spec)})`, runner(work))
-          yield* commit(outcome)
-          return outcome
+          // A chunk whose parts are all written is recorded even when another chunk's failure interrupts the run
+          // meanwhile (two chunks overlap per lane): else --resume would read it again and leave its parts behind.
+          return yield* Effect.uninterruptibleMask((restore) =>
+            Effect.tap(restore(retryUnit(ctx, `chunk ${unit.index} (${describeChunk(column.name, spec)})`, runner(work))), commit)
+          )
         }).pipe(
           Effect.mapError((error) =>
             error instanceof SourceError
@@ -184,7 +199,10 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
                   source: error.source,
                   message: `chunk ${unit.index} (${describeChunk(column.name, spec)}): ${error.message}`,
                   hint: error.hint,
-                  retryable: error.retryable
+                  retryable: error.retryable,
+                  code: error.code,
+                  // The key range is read from the database too.
+                  quoted: [describeChunk(column.name, spec), ...(error.quoted ?? [])]
                 })
               : error
           )
@@ -215,13 +233,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
         yield* Effect.scoped(
           Effect.gen(function* () {
             const runner = yield* runnerFor(lanes, true)
-            const commit = (chunk: Chunk) => (outcome: UnitOutcome) =>
-              Effect.zipRight(
-                mode.checkpoint
-                  ? state.commitUnit(journal.runId, { ...chunk.unit, status: "done", rows: outcome.rows }, outcome.parts)
-                  : Effect.void,
-                progress.unitDone
-              )
+            const commit = (chunk: Chunk) => (outcome: UnitOutcome) => commitUnit(ctx, journal, mode.checkpoint, chunk.unit, outcome)
             return yield* Effect.forEach(
               pending,
               (chunk) => Effect.map(runChunk(runner, chunk, commit(chunk)), (outcome) => [chunk.unit.index, outcome] as const),
@@ -231,7 +243,6 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
           })
         )
       )
-      const earlier = journal.resumed ? yield* state.parts(journal.runId) : []
       const parts: Array<PartRecord> = []
       const unrecorded: Array<PartRecord> = []
       for (const unit of units) {
@@ -240,7 +251,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
           parts.push(...outcome.parts)
           if (!mode.checkpoint) unrecorded.push(...outcome.parts)
         } else {
-          parts.push(...earlier.filter((part) => part.unit === unit.index).map(toPartRecord))
+          parts.push(...earlier.parts.filter((part) => part.unit === unit.index).map(toPartRecord))
         }
       }
       return {
@@ -260,7 +271,8 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
     fingerprint,
     plan,
     estimate: () => estimateOf(ctx, base),
-    execute
+    execute,
+    partStemOf: (startedAt) => chunkRunStem(ctx.spec.name, startedAt)
   } satisfies PreparedMode
 })
 
@@ -272,10 +284,3 @@ interface Chunk {
   readonly unit: UnitRecord
   readonly spec: ChunkSpec
 }
-
-export const toPartRecord = (part: PartRecord): PartRecord => ({
-  path: part.path,
-  rows: part.rows,
-  size_bytes: part.size_bytes,
-  content_fingerprint: part.content_fingerprint
-})

@@ -5,42 +5,28 @@ import type { StateStoreShape } from "../../state/store.js"
 import type { BatchSchema } from "../../core/batch.js"
 import type { ExportConfig } from "../../config/model.js"
 import { ConfigError, type RivetError, type SourceError } from "../../core/errors.js"
+import { maskedSchema } from "../masking.js"
 import { withMetaColumns } from "../meta-columns.js"
 import type { ChunkRunner } from "./chunk-work.js"
-import type { QualityGates } from "../quality/gates.js"
-import type {
-  FormatDriverShape,
-  SinkDriverShape,
-  SourceDescription,
-  SourceDriverShape,
-  SourceQuery
-} from "../../core/plugin.js"
-import type { ProgressReporterShape } from "../../core/progress.js"
-import type { LiveProgress } from "../live-progress.js"
-import type { RetryPolicy } from "../../core/retry.js"
-import type { UploadLedger } from "../upload-cleanup.js"
+import type { QueryBase, SourceDescription, SourceQuery } from "../../core/plugin.js"
+import type { UnitContext } from "./unit-context.js"
 import type { WorkerJoin } from "../worker-join.js"
+import type { RunIdentity } from "./run-identity.js"
 
-/** Everything one export's run works with. */
-export interface ExportContext {
-  readonly spec: ExportConfig
-  readonly source: SourceDriverShape
-  readonly format: FormatDriverShape
-  readonly sink: SinkDriverShape
-  readonly reporter: ProgressReporterShape
+/** Everything one export's run works with: what its units need, and the run's own state, clock and lanes. */
+export interface ExportContext extends Omit<UnitContext, "lane"> {
   readonly state: StateStoreShape
-  readonly progress: LiveProgress
-  readonly retry: RetryPolicy
   /** The fiber's Clock, for synchronous callbacks (see `dateReader`). */
   readonly now: () => Date
-  /** The export's quality gates, fed every batch written. */
-  readonly gates?: QualityGates | undefined
-  /** The keys and key prefixes this run may have begun uploads under, cleaned up when the export ends. */
-  readonly uploads?: UploadLedger | undefined
-  /** Checks an output schema against the export's baseline before anything is written (schema drift). */
-  readonly checkSchema: (schema: BatchSchema) => Effect.Effect<void, RivetError>
+  /** The export runs continuously (`rivet run --follow`): this run reads one window, ending early once `stop` aborts. */
+  readonly follow?: { readonly stop: AbortSignal } | undefined
   /** `rivet run --worker`: this process shares the run's units with other workers through the state store. */
   readonly worker?: WorkerJoin | undefined
+  /**
+   * What a checkpointed run records of its source and output settings, and a join or resume must match; absent only
+   * where nothing is journaled (`rivet plan`).
+   */
+  readonly identity?: RunIdentity | undefined
   /**
    * Where chunked mode runs its chunks, `lanes` at a time: worker threads when the run allows it
    * (src/engine/lanes), else — and when absent — this thread; with `overlap`, a lane takes its next chunk as soon as
@@ -51,20 +37,14 @@ export interface ExportContext {
     | undefined
 }
 
-/** `SELECT * FROM "schema"."table"` for a table shortcut, or the export's own query. */
-export const resolveSql = (spec: ExportConfig, defaultSchema?: string): string => {
-  if (spec.query !== undefined) return spec.query
-  const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`
-  const table = spec.table!
-  const schema = table.schema ?? defaultSchema
-  return `SELECT * FROM ${schema ? `${quote(schema)}.` : ""}${quote(table.name)}`
-}
+/** The export's table or its own query, for the source to render in its dialect. */
+export const queryBaseOf = (spec: Pick<ExportConfig, "query" | "table">): QueryBase =>
+  spec.query !== undefined ? { _tag: "Query", sql: spec.query } : { _tag: "Table", ...spec.table! }
 
 /** The export's base query, before a mode adds its filters, order and limit. */
 export const baseQuery = (spec: ExportConfig): SourceQuery => ({
   exportName: spec.name,
-  sql: resolveSql(spec),
-  table: spec.table,
+  base: queryBaseOf(spec),
   batchSize: spec.batchSize,
   columnTypes: spec.columnTypes
 })
@@ -108,9 +88,11 @@ export const requireColumn = (
  * columns (`meta_columns:`) — failing when one of them would repeat a column's name.
  */
 export const outputSchemaOf = (ctx: Pick<ExportContext, "spec">, sourceSchema: BatchSchema): Effect.Effect<BatchSchema, ConfigError> => {
+  const masked = maskedSchema(ctx.spec, sourceSchema)
+  if (masked instanceof ConfigError) return Effect.fail(masked)
   const transformed = ctx.spec.transform
-    ? ctx.spec.transform({ schema: sourceSchema, batches: Stream.empty as Stream.Stream<never, SourceError> }).schema
-    : sourceSchema
+    ? ctx.spec.transform({ schema: masked, batches: Stream.empty as Stream.Stream<never, SourceError> }).schema
+    : masked
   const output = withMetaColumns(ctx.spec, transformed)
   return output instanceof ConfigError ? Effect.fail(output) : Effect.succeed(output)
 }

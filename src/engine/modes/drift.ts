@@ -4,7 +4,7 @@ import type { SchemaBaseline, StateStoreShape } from "../../state/store.js"
 import type { BatchSchema } from "../../core/batch.js"
 import type { ExportConfig } from "../../config/model.js"
 import { currentDate } from "../../core/clock.js"
-import { SchemaDriftError } from "../../core/errors.js"
+import { SchemaDriftError, type StateError } from "../../core/errors.js"
 import { Manifest, schemaEntries, schemaFingerprint } from "../../core/manifest.js"
 import type { ProgressReporterShape } from "../../core/progress.js"
 import { decodeStored } from "./stored.js"
@@ -25,12 +25,23 @@ export const describeDrift = (before: ReadonlyArray<Entry>, after: ReadonlyArray
   return changes.length > 0 ? changes.join("; ") : "columns reordered"
 }
 
+/** An export's schema-drift check against its baseline, and the baseline's update once the run succeeds. */
+export interface DriftCheck {
+  readonly check: (schema: BatchSchema) => Effect.Effect<void, SchemaDriftError>
+  /** Stores the schema this run wrote as the new baseline. */
+  readonly baselineAfterSuccess: Effect.Effect<void, StateError>
+}
+
 /**
  * Compares an export's output schema with the baseline of its last successful run (kept in state). `fail` stops
  * the run before anything is written; `warn` reports the change; both `warn` and `continue` accept the new schema
  * as the baseline once the run succeeds (`baselineAfterSuccess`).
  */
-export const makeDriftCheck = (spec: ExportConfig, state: StateStoreShape, reporter: ProgressReporterShape) =>
+export const makeDriftCheck = (
+  spec: ExportConfig,
+  state: StateStoreShape,
+  reporter: ProgressReporterShape
+): Effect.Effect<DriftCheck, StateError> =>
   Effect.gen(function* () {
     const baseline = Option.getOrUndefined(yield* state.schemaBaseline(spec.name))
     const before =
@@ -57,7 +68,6 @@ export const makeDriftCheck = (spec: ExportConfig, state: StateStoreShape, repor
             return Effect.void
         }
       })
-    /** Stores the schema this run wrote as the new baseline. */
     const baselineAfterSuccess = Effect.suspend(() =>
       seen !== undefined && seen.fingerprint !== baseline?.fingerprint
         ? state.setSchemaBaseline(spec.name, seen)

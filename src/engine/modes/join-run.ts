@@ -4,11 +4,13 @@ import { ConfigError, StateError } from "../../core/errors.js"
 import type { WorkerJoin } from "../worker-join.js"
 import type { ExportContext } from "./context.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
+import { checkRunIdentity, encodeRunIdentity } from "./run-identity.js"
 
 /**
  * A worker's journal: the run named by `--run-id`, planned by whichever worker arrives first (its whole chunk plan
  * is saved with the run in one transaction) and joined by the others, each of which must have the same plan
- * fingerprint — a worker started with another query, chunk size, format, destination or `parallel` is refused.
+ * fingerprint and identity — a worker started with another source, query, chunk size, format option, destination or
+ * `parallel` is refused, naming what differs.
  */
 export const joinRun = Effect.fn("Pipeline.joinRun")(function* (ctx: ExportContext, prepared: PreparedMode, worker: WorkerJoin) {
   const { spec, state } = ctx
@@ -28,7 +30,8 @@ export const joinRun = Effect.fn("Pipeline.joinRun")(function* (ctx: ExportConte
         parts: 0,
         bytes: 0,
         checkpointed: true,
-        planFingerprint: prepared.fingerprint
+        planFingerprint: prepared.fingerprint,
+        identity: ctx.identity === undefined ? undefined : encodeRunIdentity(ctx.identity)
       },
       ranges.map((range, index) => ({ index, spec: JSON.stringify(range), status: "pending" as const, rows: 0 }))
     )
@@ -38,6 +41,8 @@ export const joinRun = Effect.fn("Pipeline.joinRun")(function* (ctx: ExportConte
     return yield* new StateError({ message: `run '${worker.runId}' was neither found nor created in the state at ${state.location}`, retryable: true })
   }
   const run = found.value
+  const startOver = "or give a new run a new --run-id"
+  if (run.exportName === spec.name && ctx.identity !== undefined) yield* checkRunIdentity(spec, run, ctx.identity, "join", startOver)
   if (run.exportName !== spec.name || run.planFingerprint !== prepared.fingerprint) {
     return yield* new ConfigError({
       path: `export '${spec.name}'`,

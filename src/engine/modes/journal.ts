@@ -5,21 +5,58 @@ import * as Option from "effect/Option"
 import type { RunRecord } from "../../state/store.js"
 import { ConfigError, StateError } from "../../core/errors.js"
 import { makeRunId } from "../../core/naming.js"
+import type { TakeOver } from "../lease.js"
 import type { ExportContext } from "./context.js"
 import { joinRun, runningDistributedRun } from "./join-run.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
+import { checkRunIdentity, encodeRunIdentity } from "./run-identity.js"
 
 const resetHint = (name: string) => `or start over with \`rivet state reset -c <config> -e ${name}\``
 
 /**
+ * Why a plain run does not start over an unfinished checkpointed run. When this run took over the unfinished run's
+ * expired lease, its holder stopped renewing it but may well be alive (cut off from the state store, paused): that
+ * is said as such, and is retryable, since the holder stops without publishing once it finds its lease lost.
+ */
+const notFinished = (exportName: string, run: RunRecord, tookOver: TakeOver | undefined): StateError => {
+  const resumeHint = `continue it with \`rivet run -c <config> --resume\`, ${resetHint(exportName)}`
+  if (run.status !== "running") {
+    return new StateError({
+      message: `export '${exportName}': checkpointed run '${run.runId}' did not finish (${run.status}${run.error ? `: ${run.error}` : ""})`,
+      hint: resumeHint
+    })
+  }
+  const holder = tookOver !== undefined && (tookOver.holder.runId ?? run.runId) === run.runId ? tookOver : undefined
+  if (holder?.expired === true) {
+    return new StateError({
+      message:
+        `export '${exportName}': checkpointed run '${run.runId}' did not finish: its process (pid ${holder.holder.pid} on ${holder.holder.host}) ` +
+        `stopped renewing the export's lease (last heartbeat at ${holder.holder.heartbeatAt}) and this run took the expired lease over. ` +
+        "That process may still be running, cut off from the state store; it stops without publishing once it finds its lease lost",
+      hint: `retry later; ${resumeHint}`,
+      retryable: true
+    })
+  }
+  return new StateError({
+    // The export's lease is held by this run, so no process can still publish the unfinished one.
+    message:
+      holder === undefined
+        ? `export '${exportName}': checkpointed run '${run.runId}' did not finish: its process stopped without recording an outcome (killed, crashed, or cut off from the state store until its lease expired; no run holds the export's lease any more)`
+        : `export '${exportName}': checkpointed run '${run.runId}' did not finish: its process (pid ${holder.holder.pid} on ${holder.holder.host}) no longer exists (killed or crashed)`,
+    hint: resumeHint
+  })
+}
+
+/**
  * Decides whether this run continues an unfinished checkpointed run or starts a new one, and journals it.
  * A plain run never silently abandons a checkpointed run that did not finish; `--resume` continues it only when
- * its plan (query, key, sizes, format, destination) is still the same.
+ * its plan (query, key, sizes, format, destination) and its identity (source, output settings) are still the same.
  */
 export const openJournal = Effect.fn("Pipeline.openJournal")(function* (
   ctx: ExportContext,
   prepared: PreparedMode,
-  resume: boolean
+  resume: boolean,
+  tookOver?: TakeOver
 ) {
   if (ctx.worker !== undefined) return yield* joinRun(ctx, prepared, ctx.worker)
   const { spec, state } = ctx
@@ -37,16 +74,8 @@ export const openJournal = Effect.fn("Pipeline.openJournal")(function* (
     : Option.none()
   if (Option.isSome(unfinished)) {
     const run = unfinished.value
-    if (!resume) {
-      return yield* new StateError({
-        // The export's lease is held by this run, so no process is still running the unfinished one.
-        message:
-          run.status === "running"
-            ? `export '${spec.name}': checkpointed run '${run.runId}' did not finish: its process stopped without recording an outcome (killed or crashed; no run holds the export's lease any more)`
-            : `export '${spec.name}': checkpointed run '${run.runId}' did not finish (${run.status}${run.error ? `: ${run.error}` : ""})`,
-        hint: `continue it with \`rivet run -c <config> --resume\`, ${resetHint(spec.name)}`
-      })
-    }
+    if (!resume) return yield* notFinished(spec.name, run, tookOver)
+    if (ctx.identity !== undefined) yield* checkRunIdentity(spec, run, ctx.identity, "resume", resetHint(spec.name))
     if (run.planFingerprint !== prepared.fingerprint) {
       return yield* new ConfigError({
         path: `export '${spec.name}'`,
@@ -63,7 +92,7 @@ export const openJournal = Effect.fn("Pipeline.openJournal")(function* (
       spec.name,
       prepared.checkpointed
         ? "nothing to resume: starting a new run"
-        : `--resume has no effect on mode: ${spec.mode.kind}${spec.mode.kind === "chunked" || spec.mode.kind === "keyset" ? " without chunk_checkpoint: true" : ""}; starting a new run`
+        : `--resume has no effect on mode: ${spec.mode.kind}${spec.mode.resumableWith === undefined ? "" : ` without ${spec.mode.resumableWith}`}; starting a new run`
     )
   }
   const startedAt = ctx.now()
@@ -97,7 +126,8 @@ const beginNewRun = (ctx: ExportContext, prepared: PreparedMode, startedAt: Date
           parts: 0,
           bytes: 0,
           checkpointed: prepared.checkpointed,
-          planFingerprint: prepared.checkpointed ? prepared.fingerprint : undefined
+          planFingerprint: prepared.checkpointed ? prepared.fingerprint : undefined,
+          identity: prepared.checkpointed && ctx.identity !== undefined ? encodeRunIdentity(ctx.identity) : undefined
         })
       )
       if (Either.isRight(begun)) return runId

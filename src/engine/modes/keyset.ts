@@ -6,19 +6,29 @@ import * as Schema from "effect/Schema"
 import { formatLogicalType } from "../../core/batch.js"
 import { ConfigError, type RivetError, SourceError } from "../../core/errors.js"
 import { isOrderable } from "../../core/key-text.js"
-import { type PartRecord, schemaEntries } from "../../core/manifest.js"
+import { type PartRecord, schemaEntries, toPartRecord } from "../../core/manifest.js"
 import { pagePartName, pageRunStem, partNamePattern } from "../../core/naming.js"
 import type { ModePlan } from "../plan/model.js"
 import type { SourceQuery } from "../../core/plugin.js"
-import type { ModeOf } from "../../config/model.js"
 import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives, requireColumn } from "./context.js"
-import { toPartRecord } from "./chunked.js"
 import { retryUnit, runAttempt } from "./attempt.js"
 import { planFingerprint } from "./fingerprint.js"
+import { commitUnit, earlierAttempt } from "./checkpoint.js"
 import { decodeStored } from "./stored.js"
 import type { PreparedMode, RunJournal } from "./mode.js"
-import type { SourceRead, UnitOutcome } from "./run-unit.js"
+import type { SourceRead, UnitOutcome } from "./unit.js"
 import { estimateOf, planHeader, statementOf } from "./planning.js"
+
+/** A keyset export's settings (modes/kinds/keyset.ts decodes them). */
+export interface KeysetSettings {
+  readonly kind: "keyset"
+  /** Absent: the table's primary key. */
+  readonly keyColumns?: ReadonlyArray<string> | undefined
+  readonly pageSize: number
+  readonly checkpoint: boolean
+  /** Attempts per page before the run fails (default: the retry policy's retries + 1). */
+  readonly maxAttempts?: number | undefined
+}
 
 /** A committed page's last key, one text value per key column (JSON in the state store). */
 const StoredKey = Schema.Array(Schema.String)
@@ -29,7 +39,7 @@ const StoredKey = Schema.Array(Schema.String)
  * a page re-read after a crash overwrites its own part. With `chunk_checkpoint` every committed page is recorded
  * with its last key, and `--resume` continues after the last committed page.
  */
-export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportContext, mode: ModeOf<"keyset">) {
+export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportContext, mode: KeysetSettings) {
   const { describe, bounds } = yield* planningPrimitives(ctx)
   const base = baseQuery(ctx.spec)
   const description = yield* describe(base)
@@ -93,17 +103,16 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
 
   const execute = (journal: RunJournal) =>
     Effect.gen(function* () {
-      const { state, progress, spec } = ctx
+      const { progress, spec } = ctx
       yield* refuseNullKeys
       const parts: Array<PartRecord> = []
       const unrecorded: Array<PartRecord> = []
       let page = 0
       let after: ReadonlyArray<string> | undefined
       if (journal.resumed) {
-        const done = (yield* state.units(journal.runId)).filter((unit) => unit.status === "done")
-        const earlier = yield* state.parts(journal.runId)
-        parts.push(...earlier.map(toPartRecord))
-        const last = done.at(-1)
+        const earlier = yield* earlierAttempt(ctx, journal)
+        parts.push(...earlier.parts.map(toPartRecord))
+        const last = earlier.units.filter((unit) => unit.status === "done").at(-1)
         if (last?.lastKey !== undefined) {
           page = last.index + 1
           after = yield* decodeStored(StoredKey, ctx.spec.name, "last key of page " + last.index)(last.lastKey)
@@ -153,23 +162,10 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
               retryable: false
             })
           }
-          if (mode.checkpoint) {
-            yield* state.commitUnit(
-              journal.runId,
-              {
-                index: current,
-                spec: JSON.stringify({ after: from ?? null }),
-                status: "done",
-                rows: outcome.rows,
-                lastKey
-              },
-              outcome.parts
-            )
-          } else {
-            unrecorded.push(...outcome.parts)
-          }
+          const unit = { index: current, spec: JSON.stringify({ after: from ?? null }), status: "done" as const, rows: outcome.rows, lastKey }
+          yield* commitUnit(ctx, journal, mode.checkpoint, unit, outcome)
+          if (!mode.checkpoint) unrecorded.push(...outcome.parts)
           parts.push(...outcome.parts)
-          yield* progress.unitDone
         })
 
       let committed: Fiber.Fiber<void, RivetError> = yield* Effect.fork(Effect.void)
@@ -211,5 +207,12 @@ export const prepareKeyset = Effect.fn("Modes.keyset")(function* (ctx: ExportCon
     })
 
   const estimate = () => estimateOf(ctx, base)
-  return { checkpointed: mode.checkpoint, fingerprint, plan, estimate, execute } satisfies PreparedMode
+  return {
+    checkpointed: mode.checkpoint,
+    fingerprint,
+    plan,
+    estimate,
+    execute,
+    partStemOf: (startedAt) => pageRunStem(ctx.spec.name, startedAt)
+  } satisfies PreparedMode
 })

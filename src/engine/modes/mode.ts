@@ -30,6 +30,11 @@ export interface ModeOutcome {
   readonly publishedElsewhere?: boolean | undefined
   /** The statements this attempt ran, in unit order, parameters inline (`source.render`). */
   readonly statements?: ReadonlyArray<string> | undefined
+  /**
+   * Runs once the run is published and its state recorded (cdc: the slot may now release what the run published).
+   * Its failure is a notice: the run is already complete.
+   */
+  readonly afterRecorded?: Effect.Effect<void, RivetError> | undefined
 }
 
 /** A mode, resolved against the source (columns, keys, types) before anything runs. */
@@ -50,6 +55,11 @@ export interface PreparedMode {
    * cursor and window bounds, rather than computing them again.
    */
   readonly execute: (journal: RunJournal, plan?: ModePlan) => Effect.Effect<ModeOutcome, RivetError>
+  /**
+   * What every part name of a run started at `startedAt` begins with (checkpointed modes: their names derive from
+   * the run's start), so a run continuing it can find the uploads its killed earlier attempt left open.
+   */
+  readonly partStemOf?: ((startedAt: Date) => string) | undefined
 }
 
 export type PrepareMode = (ctx: ExportContext) => Effect.Effect<PreparedMode, RivetError>

@@ -6,13 +6,15 @@ import { schemaEntries } from "../../core/manifest.js"
 import type { ModePlan } from "../plan/model.js"
 import type { SourceQuery } from "../../core/plugin.js"
 import { baseQuery, type ExportContext, outputSchemaOf } from "./context.js"
+import { personalColumnsNotice } from "../masking.js"
 
 /**
  * The statement a query runs, parameters inline, for plans and run reports. A source without `render` shows its
- * base query (it can only run `mode: full`, whose statement is exactly that).
+ * base (it can only run `mode: full`, which reads exactly that): the query, or the table's name.
  */
 export const statementOf = (ctx: Pick<ExportContext, "source">, query: SourceQuery): string =>
-  ctx.source.render?.(query) ?? query.sql
+  ctx.source.render?.(query) ??
+  (query.base._tag === "Query" ? query.base.sql : `table ${query.base.schema === undefined ? "" : `${query.base.schema}.`}${query.base.name}`)
 
 /** The source's row estimate for a query from its statistics; `null` when it cannot tell. */
 export const estimateOf = (ctx: ExportContext, query: SourceQuery): Effect.Effect<number | null, SourceError> =>
@@ -37,8 +39,9 @@ export const progressEstimate = (prepared: PreparedMode, plan?: ModePlan): Effec
 export const planHeader = (
   ctx: ExportContext,
   fingerprint: string
-): Pick<ModePlan, "name" | "mode" | "fingerprint" | "source" | "destination"> => ({
+): Pick<ModePlan, "name" | "mode" | "fingerprint" | "source" | "destination" | "masks"> => ({
   name: ctx.spec.name,
+  ...(ctx.spec.masks.length === 0 ? {} : { masks: ctx.spec.masks.map(({ column, method }) => ({ column, method })) }),
   mode: ctx.spec.mode.kind,
   fingerprint,
   source: ctx.source.displayUrl,
@@ -58,6 +61,10 @@ export const plannedColumns = (
   const { describe } = ctx.source
   if (describe === undefined) return Effect.succeed(undefined)
   return describe(baseQuery(ctx.spec)).pipe(
+    Effect.tap((description) => {
+      const personal = personalColumnsNotice(ctx.spec, description.schema)
+      return personal === undefined ? Effect.void : ctx.reporter.notice(ctx.spec.name, personal)
+    }),
     Effect.flatMap((description) => outputSchemaOf(ctx, description.schema)),
     Effect.map(schemaEntries)
   )

@@ -8,70 +8,16 @@ import { type Batch, type BatchSchema, type Value, valueAt } from "../../core/ba
 import { encodeParts, encodeRenderedParts, type PartPiece } from "../encode-parts.js"
 import { ConfigError, type RivetError, SourceError } from "../../core/errors.js"
 import { keyText } from "../../core/key-text.js"
-import type { PartRecord } from "../../core/manifest.js"
+import { maskResult, personalColumnsNotice } from "../masking.js"
 import { metaColumnsAppender, withMetaColumns } from "../meta-columns.js"
-import type { ColumnRef, RenderedOrBatches, SourceQuery } from "../../core/plugin.js"
+import type { ColumnRef, RenderedOrBatches } from "../../core/plugin.js"
 import { type PartNaming, partitionedUnit } from "../partition/unit.js"
 import { uploadParts } from "../upload-parts.js"
-import type { AttemptMeter, UnitStats } from "../live-progress.js"
-import type { UnitTimings } from "../telemetry/metrics.js"
+import type { AttemptMeter } from "../live-progress.js"
 import { nowMs, timedPulls } from "../telemetry/timing.js"
-import type { ExportContext } from "./context.js"
-
-/** What running a unit needs of the export's context — also built by chunk worker threads (src/engine/lanes). */
-export type UnitContext = Pick<
-  ExportContext,
-  "spec" | "source" | "format" | "sink" | "reporter" | "progress" | "retry" | "gates" | "checkSchema" | "uploads"
-> & {
-  /** Where the unit runs, for metrics: `main`, or the worker thread's lane (`lane-1`, …). */
-  readonly lane?: string | undefined
-}
-
-/** One statement's worth of work: the whole export in single-runner modes, a chunk, or a keyset page. */
-export interface UnitWork {
-  /** Which unit this is: the whole query, a chunk or a page, and its number (spans and metrics). */
-  readonly unit: { readonly kind: "query" | "chunk" | "page"; readonly index: number }
-  readonly query: SourceQuery
-  /** The key of the unit's part N. */
-  readonly keyOf: (part: number) => string
-  /** The run the unit belongs to (formats may record it in each part). */
-  readonly runId: string
-  /** When the run started: the value of the `exported_at` meta column. */
-  readonly runStartedAt: Date
-  /**
-   * Source columns (or coalesced columns) whose last non-NULL value (in result order) the unit reports, as source
-   * text.
-   */
-  readonly track?: ReadonlyArray<ColumnRef> | undefined
-  /**
-   * Runs once the unit's last row is read and its result closed (its connection given back), while its last part
-   * may still be encoded and written: the caller may start reading the next unit meanwhile. Not run when the unit
-   * fails before that, nor when a transform stops reading early.
-   */
-  readonly onSourceEnd?: ((read: SourceRead) => Effect.Effect<void>) | undefined
-}
-
-/** What a unit had read when its source ended. */
-export interface SourceRead {
-  readonly sourceRows: number
-  /** The tracked columns' last non-NULL values, in `track` order. */
-  readonly last: ReadonlyArray<string | undefined>
-}
-
-export interface UnitOutcome {
-  readonly parts: ReadonlyArray<PartRecord>
-  /** Rows written (after the program's transform, if any). */
-  readonly rows: number
-  /** Rows read from the source. */
-  readonly sourceRows: number
-  readonly schema: BatchSchema
-  /** The tracked columns' last non-NULL values, in `track` order. */
-  readonly last: ReadonlyArray<string | undefined>
-  /** What the attempt did: the rows, bytes and parts it wrote and the sink calls it retried. */
-  readonly stats: UnitStats
-  /** Where its time went. */
-  readonly timings: UnitTimings
-}
+import type { SourceRead, UnitOutcome, UnitWork } from "./unit.js"
+import type { UnitContext } from "./unit-context.js"
+import { partCapFor } from "./part-cap.js"
 
 const refColumns = (ref: ColumnRef): ReadonlyArray<string> => (typeof ref === "string" ? [ref] : ref.columns)
 
@@ -110,17 +56,28 @@ const makeTracker = (ctx: UnitContext, schema: BatchSchema, refs: ReadonlyArray<
   return Effect.succeed({ observe, last })
 }
 
+/** Columns whose values the run keeps in its state: a cursor, a chunk range's column, a page's sort key. */
+const keptColumns = (work: UnitWork): ReadonlyArray<string> => [
+  ...(work.track ?? []).flatMap(refColumns),
+  ...(work.query.orderBy ?? []).flatMap(refColumns),
+  ...(work.query.where ?? []).flatMap((filter) => (filter._tag === "Between" || filter._tag === "IsNull" ? [filter.column] : []))
+]
+
 /**
  * Whether the unit may read rows the source rendered in the format's dialect (PostgreSQL's COPY … CSV): only when
  * nothing needs the values — no transform, no quality gate reading values, no tracked cursor column.
  */
 const mayRender = (ctx: UnitContext, work: UnitWork): boolean =>
+  work.open === undefined &&
+  ctx.spec.masks.length === 0 &&
+  work.rowsPerPart === undefined &&
   ctx.format.rendered !== undefined &&
   ctx.source.openRendered !== undefined &&
   ctx.spec.transform === undefined &&
   (ctx.spec.metaColumns ?? []).length === 0 &&
-  // Rendered rows are bytes: they cannot be split by value.
+  // Rendered rows are bytes: they cannot be split by value, nor cut at a row under max_file_size.
   ctx.spec.partition === undefined &&
+  ctx.spec.maxFileSize === undefined &&
   !(ctx.gates?.needsValues ?? false) &&
   (work.track ?? []).length === 0
 
@@ -128,7 +85,7 @@ const mayRender = (ctx: UnitContext, work: UnitWork): boolean =>
 const openUnit = (ctx: UnitContext, work: UnitWork) =>
   mayRender(ctx, work)
     ? ctx.source.openRendered!(work.query, ctx.format.rendered!.dialect)
-    : Effect.map(ctx.source.open(work.query), (result): RenderedOrBatches => ({ _tag: "Batches", result }))
+    : Effect.map(work.open ?? ctx.source.open(work.query), (result): RenderedOrBatches => ({ _tag: "Batches", result }))
 
 /** The transform's output with the export's meta columns appended to its schema and to every batch. */
 const withMeta = (
@@ -246,7 +203,7 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
           Stream.concat(afterLastRow(() => ({ sourceRows, last: [] })))
         )
         const pieces = clocks.pipeline(chunks, (input) =>
-          encodeRenderedParts(input, ctx.format.rendered!.open(schema), ctx.spec.maxFileSize)
+          encodeRenderedParts(input, ctx.format.rendered!.open(schema))
         )
         const uploaded = yield* upload(pieces)
         yield* annotateUnit(uploaded)
@@ -267,13 +224,15 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
         ),
         Stream.concat(afterLastRow(() => ({ sourceRows, last: [...tracker.last] })))
       )
-      const transformed = ctx.spec.transform
-        ? ctx.spec.transform({ schema: result.schema, batches: observed })
-        : { schema: result.schema, batches: observed }
+      const masked = yield* maskResult(ctx.spec, ctx.maskKey, keptColumns(work), { schema: result.schema, batches: observed })
+      const personal = work.unit.index === 0 ? personalColumnsNotice(ctx.spec, masked.schema) : undefined
+      if (personal !== undefined) yield* ctx.reporter.notice(ctx.spec.name, personal)
+      const transformed = ctx.spec.transform ? ctx.spec.transform(masked) : masked
       const output = yield* withMeta(ctx, work, transformed)
       yield* ctx.checkSchema(output.schema)
+      const cap = partCapFor(ctx, work, output.schema)
       const partitioned = ctx.spec.partition
-        ? yield* partitionedUnit(ctx.spec.partition, output.schema, ctx.format, ctx.spec.maxFileSize, work, ctx.spec.name)
+        ? yield* partitionedUnit(ctx.spec.partition, output.schema, ctx.format, cap, work, ctx.spec.name)
         : undefined
       if (!partitioned) yield* ctx.format.validate(output.schema)
       const { gates } = ctx
@@ -283,7 +242,7 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
       const pieces = clocks.pipeline(observedByGates, (input) =>
         partitioned
           ? partitioned.encode(input)
-          : encodeParts(input, ctx.format, output.schema, ctx.spec.maxFileSize, { exportName: ctx.spec.name, runId: work.runId })
+          : encodeParts(input, ctx.format, output.schema, cap, { exportName: ctx.spec.name, runId: work.runId }, work.rowsPerPart)
       )
       const uploaded = yield* upload(pieces, partitioned?.naming)
       yield* annotateUnit(uploaded)

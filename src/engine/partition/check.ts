@@ -1,33 +1,48 @@
 import type { PartRecord } from "../../core/manifest.js"
-import { parsePartitionPath } from "./escape.js"
+import { parsePartitionPath, partitionSegments } from "./escape.js"
+import { BOUNDED_MARKER, nameMismatch } from "./naming.js"
 
 const show = (entries: ReadonlyArray<readonly [string, string | null]>) =>
   entries.map(([key, value]) => `${key}=${value === null ? "NULL" : JSON.stringify(value)}`).join(", ")
 
 /** Why a part's recorded partition values disagree with the `key=value/` directories of its path, or undefined. */
 export const partitionMismatch = (part: PartRecord): string | undefined => {
-  let found: ReadonlyArray<readonly [string, string | null]>
-  try {
-    found = parsePartitionPath(part.path)
-  } catch {
-    return `lists ${part.path}, whose partition directories are not validly %-escaped (tampered manifest)`
+  if (part.partition === undefined) {
+    try {
+      parsePartitionPath(part.path)
+      return undefined
+    } catch {
+      return `lists ${part.path}, whose partition directories are not validly %-escaped (tampered manifest)`
+    }
   }
-  if (part.partition === undefined) return undefined
-  const recorded = Object.entries(part.partition)
+  const found = partitionSegments(part.path)
   // Empty strings are written to the default partition, like NULL.
-  const same =
-    found.length === recorded.length &&
-    found.every(([key, value], i) => key === recorded[i]![0] && value === (recorded[i]![1] === "" ? null : recorded[i]![1]))
-  return same ? undefined : `lists ${part.path} with partition values ${show(recorded)}, but its directories say ${show(found)}`
+  const recorded = Object.entries(part.partition).map(([key, value]) => [key, value === "" ? null : value] as const)
+  const shown = () => `lists ${part.path} with partition values ${show(recorded)}`
+  if (found.length !== recorded.length || found.some(([key], i) => key !== recorded[i]![0]))
+    return `${shown()}, but its directories are ${found.map(([key]) => key).join(", ") || "none"}`
+  for (const [i, [key, name]] of found.entries()) {
+    let why: string | undefined
+    try {
+      why = nameMismatch(name, recorded[i]![1])
+    } catch {
+      return `lists ${part.path}, whose partition directories are not validly %-escaped (tampered manifest)`
+    }
+    if (why !== undefined) return `${shown()}, but its directory ${key}=${name} ${why}`
+  }
+  return undefined
 }
 
 /**
  * A part as the manifest lists it: with its partition values. Parts of an earlier attempt come back from the state
- * store, which keeps only the path; its `key=value/` directories hold the same values exactly (NULL and "" both
- * being the default partition, recorded as null).
+ * store, which keeps their values since schema version 4; a part recorded before has only its path, whose
+ * `key=value/` directories hold the same values (NULL and "" both being the default partition, recorded as null)
+ * — such a part never has a bounded name (`%7E` and a hash), which earlier versions did not write.
  */
 export const withPartitionValues = (part: PartRecord): PartRecord =>
-  part.partition !== undefined ? part : { ...part, partition: Object.fromEntries(parsePartitionPath(part.path)) }
+  part.partition !== undefined || partitionSegments(part.path).some(([, name]) => name.includes(BOUNDED_MARKER))
+    ? part
+    : { ...part, partition: Object.fromEntries(parsePartitionPath(part.path)) }
 
 /**
  * The file name of a data object: the last segment when every directory before it is a `key=value` partition

@@ -2,10 +2,10 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { Batch } from "../../core/batch.js"
 import type { FormatError } from "../../core/errors.js"
-import type { FormatDriverShape, PartEncoder, PartInfo } from "../../core/plugin.js"
-import type { PartPiece } from "../encode-parts.js"
-import { partitionDirectory } from "./escape.js"
+import type { FormatDriverShape, PartInfo } from "../../core/plugin.js"
+import { type CappedPart, closeCapped, type PartCap, type PartPiece, writeCapped } from "../encode-parts.js"
 import { LruOpen } from "./lru.js"
+import { partitionDirectoryOf } from "./naming.js"
 import { projectColumns, takeRows } from "./take.js"
 import type { PartitionLayout } from "./values.js"
 
@@ -15,12 +15,7 @@ export interface PartitionOfPart {
   readonly values: Readonly<Record<string, string | null>>
 }
 
-interface OpenPart {
-  readonly encoder: PartEncoder
-  readonly part: number
-  bytes: number
-  rows: number
-}
+type OpenPart = CappedPart
 
 /**
  * One batch's rows grouped by partition, groups in order of first appearance: rows of group g are
@@ -71,13 +66,15 @@ export const makePartitionedEncoder = (
   format: FormatDriverShape,
   layout: PartitionLayout,
   maxOpen: number,
-  maxFileSize: number | undefined,
+  cap: PartCap | undefined,
   info?: PartInfo
 ) => {
   const parts = new Map<number, PartitionOfPart>()
   const encode = <E, R>(batches: Stream.Stream<Batch, E, R>): Stream.Stream<PartPiece, E | FormatError, R> => Stream.suspend(() => {
     const open = new LruOpen<OpenPart>(maxOpen)
+    const directoryOf = partitionDirectoryOf(layout)
     let nextPart = 0
+    let unitRows = 0
 
     const emit = (current: OpenPart, chunks: ReadonlyArray<Uint8Array>, out: Array<PartPiece>) => {
       for (const bytes of chunks) {
@@ -88,10 +85,12 @@ export const makePartitionedEncoder = (
     }
 
     const close = (current: OpenPart, out: Array<PartPiece>) =>
-      Effect.map(current.encoder.finish, (chunks) => {
-        emit(current, chunks, out)
-        out.push({ _tag: "end", part: current.part, rows: current.rows })
-      })
+      cap !== undefined
+        ? closeCapped(current, cap, out)
+        : Effect.map(current.encoder.finish, (chunks) => {
+            emit(current, chunks, out)
+            out.push({ _tag: "end", part: current.part, rows: current.rows })
+          })
 
     const partFor = (directory: string, values: ReadonlyArray<string | null>, out: Array<PartPiece>) =>
       Effect.gen(function* () {
@@ -110,21 +109,37 @@ export const makePartitionedEncoder = (
       Effect.gen(function* () {
         const out: Array<PartPiece> = []
         if (batch.rowCount === 0) return out
+        const before = unitRows
+        unitRows += batch.rowCount
         const { values, start, order } = groupRows(batch, layout)
+        const namer = cap?.rowNamer(batch)
         for (let g = 0; g < values.length; g++) {
-          const directory = partitionDirectory(layout.keys, values[g]!)
+          const directory = directoryOf(values[g]!)
           const count = start[g + 1]! - start[g]!
-          const rows =
-            values.length === 1
-              ? projectColumns(batch, layout.fileSchema, layout.fileColumns)
-              : takeRows(batch, layout.fileSchema, layout.fileColumns, order.subarray(start[g]!, start[g + 1]!), count)
+          const whole = values.length === 1
+          const rows = whole
+            ? projectColumns(batch, layout.fileSchema, layout.fileColumns)
+            : takeRows(batch, layout.fileSchema, layout.fileColumns, order.subarray(start[g]!, start[g + 1]!), count)
+          if (cap !== undefined && namer !== undefined) {
+            const first = start[g]!
+            yield* writeCapped(
+              rows,
+              cap,
+              format.extension,
+              (index) => {
+                const row = whole ? index : order[first + index]!
+                return namer(row, before + row + 1)
+              },
+              () => undefined,
+              () => partFor(directory, values[g]!, out),
+              () => open.delete(directory),
+              out
+            )
+            continue
+          }
           const current = yield* partFor(directory, values[g]!, out)
           emit(current, yield* current.encoder.write(rows), out)
           current.rows += count
-          if (maxFileSize !== undefined && current.bytes >= maxFileSize) {
-            open.delete(directory)
-            yield* close(current, out)
-          }
         }
         return out
       })

@@ -5,7 +5,7 @@ import type { ConfigError, FormatError } from "../../core/errors.js"
 import type { PartRecord } from "../../core/manifest.js"
 import type { FormatDriverShape } from "../../core/plugin.js"
 import type { PartitionSpec } from "../../config/partition.js"
-import type { PartPiece } from "../encode-parts.js"
+import type { PartCap, PartPiece } from "../encode-parts.js"
 import { makePartitionedEncoder } from "./encode.js"
 import { partitionLayout } from "./values.js"
 
@@ -24,7 +24,7 @@ export const partitionedUnit = (
   spec: PartitionSpec,
   schema: BatchSchema,
   format: FormatDriverShape,
-  maxFileSize: number | undefined,
+  cap: PartCap | undefined,
   work: { readonly keyOf: (part: number) => string; readonly runId: string },
   exportName: string
 ): Effect.Effect<
@@ -35,7 +35,7 @@ export const partitionedUnit = (
     const layout = partitionLayout(spec, schema)
     if (!("keys" in layout)) return yield* Effect.fail(layout)
     yield* format.validate(layout.fileSchema)
-    const encoder = makePartitionedEncoder(format, layout, spec.maxOpen, maxFileSize, { exportName, runId: work.runId })
+    const encoder = makePartitionedEncoder(format, layout, spec.maxOpen, cap, { exportName, runId: work.runId })
     // A part's directory is kept until its commit, so the key names the same object on every call.
     const keyOf = (part: number) => `${encoder.partitionOf(part)?.directory ?? ""}${work.keyOf(part)}`
     const partByKey = new Map<string, number>()

@@ -4,6 +4,7 @@ import { ConfigError } from "../../core/errors.js"
 import { keyText } from "../../core/key-text.js"
 import { renderDate } from "../../core/temporal-text.js"
 import type { PartitionColumn, PartitionGranularity, PartitionSpec } from "../../config/partition.js"
+import type { PartitionKeys } from "./naming.js"
 import { bucketCoder, type ColumnCoder, daysOfDates, hoursOfMicros, readingCoder, utf8Coder, type ValueReader } from "./codes.js"
 
 const MICROS_PER_HOUR = 3_600_000_000n
@@ -86,8 +87,7 @@ const plainReader = (type: LogicalType): PartitionReader | undefined => {
 }
 
 /** Routes rows of a result to partitions: the readers, and which columns the files keep. */
-export interface PartitionLayout {
-  readonly keys: ReadonlyArray<string>
+export interface PartitionLayout extends PartitionKeys {
   /** Per partition column: its index in the result and how its values read. */
   readonly readers: ReadonlyArray<PartitionReader & { readonly index: number }>
   /** The result's columns written into the files, by index. */
@@ -118,5 +118,12 @@ export const partitionLayout = (spec: PartitionSpec, schema: BatchSchema): Parti
   const fileColumns = schema.columns.flatMap((column, index) => (dropped.has(column.name) ? [] : [index]))
   if (fileColumns.length === 0)
     return new ConfigError({ path: spec.path, message: "every column of the result is a partition column: the files would have none", hint: "set partition_keep_columns: true" })
-  return { keys: spec.columns.map((entry) => entry.key), readers, fileColumns, fileSchema: { columns: fileColumns.map((index) => schema.columns[index]!) } }
+  return {
+    keys: spec.columns.map((entry) => entry.key),
+    // Truncated temporal columns are never text; a plain one is when its type is.
+    textual: readers.map(({ index }) => schema.columns[index]!.type.kind === "string"),
+    readers,
+    fileColumns,
+    fileSchema: { columns: fileColumns.map((index) => schema.columns[index]!) }
+  }
 }

@@ -43,13 +43,26 @@ const PlannedChunks = Schema.Struct({
   ranges: Schema.Array(ChunkSpec)
 })
 
+/** cdc: the change log the run reads, as the source showed it when the plan was made. */
+const PlannedChanges = Schema.Struct({
+  slot: Schema.String,
+  publication: Schema.String,
+  /** The published position the run continues after (`null`: the first run). */
+  from: Schema.NullOr(Schema.String),
+  /** The first run reads the table's rows on the slot's snapshot first. */
+  snapshot: Schema.Boolean,
+  slot_confirmed: Schema.NullOr(Schema.String),
+  current: Schema.NullOr(Schema.String),
+  /** WAL the server keeps for the slot: roughly what the run has to read. */
+  pending_bytes: Schema.NullOr(Schema.Number)
+})
 /** Keyset: later pages start after the last key of the page before, so only the first statement is known. */
 const PlannedPages = Schema.Struct({ key_columns: Schema.Array(Schema.String), page_size: Schema.Number })
 
 /** What one export will do. */
 export const PlannedExport = Schema.Struct({
   name: Schema.String,
-  mode: Schema.Literal("full", "incremental", "chunked", "keyset", "time_window"),
+  mode: Schema.String,
   /** What the plan depends on (query, mode keys, format, destination); `run --plan` refuses when it changed. */
   fingerprint: Schema.String,
   /** The source, password masked. */
@@ -67,6 +80,9 @@ export const PlannedExport = Schema.Struct({
   window: Schema.optional(PlannedWindow),
   chunks: Schema.optional(PlannedChunks),
   pages: Schema.optional(PlannedPages),
+  changes: Schema.optional(PlannedChanges),
+  /** Masked columns (`columns: { x: { mask: … } }`) and how each is masked. */
+  masks: Schema.optional(Schema.Array(Schema.Struct({ column: Schema.String, method: Schema.String }))),
   /** `partition_by`: the directory keys, max_open_partitions, and the source's estimate of distinct partitions. */
   partitions: Schema.optional(
     Schema.Struct({

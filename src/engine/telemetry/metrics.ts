@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
-import type { UnitStats } from "../live-progress.js"
+import type { UnitStats } from "../unit-stats.js"
 
 // The run's metrics, as Effect `Metric`s: cheap in-memory values when nothing reads them, exported over OTLP when
 // telemetry is on (engine/telemetry/otel.ts). Counters count only what successful units wrote, so their totals

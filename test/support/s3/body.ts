@@ -13,6 +13,8 @@ export interface StagedBody {
   readonly path: string
   readonly size: number
   readonly md5: Buffer
+  /** The x-amz-checksum-* values the body was checked against (algorithm → base64), which S3 echoes on success. */
+  readonly checksums: ReadonlyMap<string, string>
 }
 
 /** True when the request body uses the aws-chunked framing. */
@@ -59,7 +61,7 @@ export const stageBody = async (req: IncomingMessage, path: string): Promise<Sta
       if (name !== algorithm && CHECKED.includes(algorithm)) expected.set(algorithm, value)
     }
     verify(req, payloadHash, digests, expected)
-    return { path, size: digests.size, md5: digests.md5.digest() }
+    return { path, size: digests.size, md5: digests.md5.digest(), checksums: expected }
   } catch (error) {
     await rm(path, { force: true })
     throw error

@@ -19,6 +19,7 @@ import {
   type LostResponse
 } from "./faults.js"
 import { encodeKey, MultipartStore, type Exchange } from "./multipart.js"
+import { denial, hidesMissingKey, type Policies } from "./iam.js"
 import { classify, type Target } from "./operation.js"
 import { verifySigV4 } from "./sigv4.js"
 import { makeUpstream, relayedHeaders, upstreamHeaders, upstreamUrl, type Upstream } from "./upstream.js"
@@ -66,7 +67,11 @@ export interface LoggedRequest {
 export async function startS3Server(options?: {
   accessKeyId?: string
   secretAccessKey?: string
-  extraCredentials?: Array<{ accessKeyId: string; secretAccessKey: string }>
+  /**
+   * More key pairs; one with `allow` may perform only those IAM actions (`s3:PutObject`, …, see iam.ts), like an
+   * IAM user whose policy allows just them: any other request gets a 403 AccessDenied.
+   */
+  extraCredentials?: Array<{ accessKeyId: string; secretAccessKey: string; allow?: ReadonlyArray<string> }>
   faultSeed?: number
   /** The most uploads one ListMultipartUploads page holds (S3: 1000), so that tests can make listings paginate. */
   uploadsPageSize?: number
@@ -74,6 +79,9 @@ export async function startS3Server(options?: {
   const region = "us-east-1"
   const credentials = { accessKeyId: options?.accessKeyId ?? "AKIARIVETTESTKEY0001", secretAccessKey: options?.secretAccessKey ?? randomBytes(20).toString("base64") }
   const secrets = new Map([credentials, ...(options?.extraCredentials ?? [])].map((c) => [c.accessKeyId, c.secretAccessKey]))
+  const policies: Policies = new Map(
+    (options?.extraCredentials ?? []).flatMap((c) => (c.allow === undefined ? [] : [[c.accessKeyId, new Set(c.allow)] as const]))
+  )
   const root = await mkdtemp(join(tmpdir(), "rivet-s3-"))
   const staging = join(root, "staging")
   const s3rver = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: join(root, "s3rver") })
@@ -98,7 +106,7 @@ export async function startS3Server(options?: {
     res.on("finish", () => {
       entry.status = res.statusCode
     })
-    const context: Context = { req, res, target, entry, upstream, store, faults, stalls, staging }
+    const context: Context = { req, res, target, entry, upstream, store, faults, stalls, staging, policies, accessKeyId: "" }
     handle(context, (id) => secrets.get(id), region).catch((error: unknown) => failed(context, error))
   })
   // Longer than any pause in a test, so the SDK never reuses a socket the server is just closing.
@@ -151,11 +159,18 @@ interface Context {
   readonly faults: FaultTable
   readonly stalls: Set<() => void>
   readonly staging: string
+  readonly policies: Policies
+  /** The caller, once its signature is verified. */
+  accessKeyId: string
 }
 
 const handle = async (ctx: Context, secretFor: (id: string) => string | undefined, region: string): Promise<void> => {
   const { req, res, target } = ctx
-  verifySigV4({ method: req.method ?? "GET", url: req.url ?? "/", headers: req.headersDistinct }, { region, secretFor, now: new Date() })
+  const verified = verifySigV4({ method: req.method ?? "GET", url: req.url ?? "/", headers: req.headersDistinct }, { region, secretFor, now: new Date() })
+  ctx.accessKeyId = verified.accessKeyId
+  // As in S3, authorization comes after authentication and before anything else (faults included).
+  const denied = denial(ctx.policies, verified.accessKeyId, target, req.headers)
+  if (denied !== undefined) throw denied
   const fault = ctx.faults.match(target.operation, target.key)
   if (fault !== undefined && isLostResponse(fault)) {
     ctx.entry.fault = faultKind(fault)
@@ -194,7 +209,7 @@ const handle = async (ctx: Context, secretFor: (id: string) => string | undefine
 }
 
 /** Forwards to s3rver: bodies (PUT/POST) are decoded and verified into a staging file first, then streamed on. */
-const proxy = async ({ req, res, target, upstream, store, staging }: Context): Promise<void> => {
+const proxy = async ({ req, res, target, upstream, store, staging, policies, accessKeyId }: Context): Promise<void> => {
   const method = req.method ?? "GET"
   const hasBody = method === "PUT" || method === "POST"
   const staged = hasBody ? await stageBody(req, join(staging, `body-${randomBytes(8).toString("hex")}`)) : undefined
@@ -202,10 +217,17 @@ const proxy = async ({ req, res, target, upstream, store, staging }: Context): P
   try {
     const headers = { ...upstreamHeaders(req), ...(staged !== undefined ? { "content-length": staged.size } : {}) }
     const upstreamRes = await upstream.send(method, upstreamUrl(req.url ?? "/"), headers, staged && createReadStream(staged.path))
+    if (upstreamRes.statusCode === 404 && hidesMissingKey(policies, accessKeyId, target)) {
+      upstreamRes.resume()
+      throw s3Error("AccessDenied", "Access Denied")
+    }
     const relayed = relayedHeaders(upstreamRes.headers)
     if ((method === "GET" || method === "HEAD") && target.bucket !== undefined && target.key !== undefined) {
       const etag = store.etagFor(target.bucket, target.key, upstreamRes.headers.etag)
       if (etag !== undefined) relayed["etag"] = etag
+    }
+    if (target.operation === "PutObject" && upstreamRes.statusCode === 200) {
+      for (const [algorithm, value] of staged?.checksums ?? []) relayed[`x-amz-checksum-${algorithm}`] = value
     }
     res.writeHead(upstreamRes.statusCode ?? 502, relayed)
     await pipeline(upstreamRes, res)

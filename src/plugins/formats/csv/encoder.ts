@@ -58,6 +58,37 @@ const encodeRows = (batch: Batch, fields: ReadonlyArray<FieldFactory>, out: Byte
   }
 }
 
+/**
+ * Rows from `from` on, each kept only while the part stays within `maxBytes` (`handed` bytes already left the
+ * part); the first row of a part without rows is kept whatever its size. Returns the rows kept.
+ */
+const encodeRowsWithin = (
+  batch: Batch,
+  fields: ReadonlyArray<FieldFactory>,
+  out: ByteOut,
+  from: number,
+  limit: { readonly handed: number; readonly maxBytes: number; readonly partRows: number }
+): number => {
+  const width = fields.length
+  const writers = fields.map((field, c) => field(batch.columns[c]!))
+  const validity = batch.columns.map((column) => column.validity)
+  let r = from
+  for (; r < batch.rowCount; r++) {
+    const start = out.pos
+    for (let c = 0; c < width; c++) {
+      if (c > 0) out.byte(COMMA)
+      const valid = validity[c]
+      if (valid === undefined || (valid[r >>> 3]! & (1 << (r & 7))) !== 0) writers[c]!(out, r)
+    }
+    out.byte(LF)
+    if (limit.handed + out.pos > limit.maxBytes && (r > from || limit.partRows > 0)) {
+      out.pos = start
+      break
+    }
+  }
+  return r - from
+}
+
 /** A CSV part: the header first (also in a part without rows), then one line per row. */
 export const makeCsvEncoder = (schema: BatchSchema, fields: ReadonlyArray<FieldFactory>): PartEncoder => {
   const out = new ByteOut()
@@ -67,6 +98,14 @@ export const makeCsvEncoder = (schema: BatchSchema, fields: ReadonlyArray<FieldF
     out.copy(header, 0, header.length)
     header = undefined
   }
+  // Bytes handed on and rows written, for `writeCapped`.
+  let handed = 0
+  let partRows = 0
+  const take = () => {
+    const bytes = out.take()
+    for (const chunk of bytes) handed += chunk.byteLength
+    return bytes
+  }
   return {
     write: Effect.fn("CsvFormat.write")(function* (batch: Batch) {
       const problem = batchProblem(schema, batch)
@@ -74,6 +113,14 @@ export const makeCsvEncoder = (schema: BatchSchema, fields: ReadonlyArray<FieldF
       writeHeader()
       encodeRows(batch, fields, out)
       return out.take()
+    }),
+    writeCapped: Effect.fn("CsvFormat.writeCapped")(function* (batch: Batch, from: number, maxBytes: number) {
+      const problem = batchProblem(schema, batch)
+      if (problem !== undefined) return yield* failure(problem.message, problem.hint)
+      writeHeader()
+      const rows = encodeRowsWithin(batch, fields, out, from, { handed, maxBytes, partRows })
+      partRows += rows
+      return { bytes: take(), rows }
     }),
     finish: Effect.sync(() => {
       writeHeader()

@@ -71,6 +71,41 @@ const encodeRows = (
   }
 }
 
+/**
+ * Rows from `from` on, each kept only while the part stays within `maxBytes` (`handed` bytes already left the
+ * part); the first row of a part without rows is kept whatever its size. Returns the rows kept.
+ */
+const encodeRowsWithin = (
+  batch: Batch,
+  text: { readonly prefixes: ReadonlyArray<Viewed>; readonly nulls: ReadonlyArray<Viewed>; readonly rowEnd: Uint8Array },
+  fields: ReadonlyArray<FieldFactory>,
+  out: ByteOut,
+  from: number,
+  limit: { readonly handed: number; readonly maxBytes: number; readonly partRows: number }
+): number => {
+  const { prefixes, nulls, rowEnd } = text
+  const width = fields.length
+  const writers = fields.map((field, c) => field(batch.columns[c]!))
+  const validity = batch.columns.map((column) => column.validity)
+  let r = from
+  for (; r < batch.rowCount; r++) {
+    const start = out.pos
+    for (let c = 0; c < width; c++) {
+      const valid = validity[c]
+      const present = valid === undefined || (valid[r >>> 3]! & (1 << (r & 7))) !== 0
+      const prefix = present ? prefixes[c]! : nulls[c]!
+      out.copyViewed(prefix, 0, prefix.data.length)
+      if (present) writers[c]!(out, r)
+    }
+    out.copy(rowEnd, 0, rowEnd.length)
+    if (limit.handed + out.pos > limit.maxBytes && (r > from || limit.partRows > 0)) {
+      out.pos = start
+      break
+    }
+  }
+  return r - from
+}
+
 /** An NDJSON part: one JSON object per row, each line ended by `\n`; a part without rows is empty. */
 export const makeNdjsonEncoder = (schema: BatchSchema, fields: ReadonlyArray<FieldFactory>): PartEncoder => {
   const prefixes = keyPrefixes(schema)
@@ -78,12 +113,24 @@ export const makeNdjsonEncoder = (schema: BatchSchema, fields: ReadonlyArray<Fie
   const nulls = keyPrefixes(schema, "null")
   const rowEnd = Buffer.from(fields.length === 0 ? "{}\n" : "}\n")
   const out = new ByteOut()
+  // Bytes handed on and rows written, for `writeCapped`.
+  let handed = 0
+  let partRows = 0
   return {
     write: Effect.fn("NdjsonFormat.write")(function* (batch: Batch) {
       const problem = batchProblem(schema, batch)
       if (problem !== undefined) return yield* failure(problem.message, problem.hint)
       encodeRows(batch, prefixes, nulls, fields, rowEnd, out)
       return out.take()
+    }),
+    writeCapped: Effect.fn("NdjsonFormat.writeCapped")(function* (batch: Batch, from: number, maxBytes: number) {
+      const problem = batchProblem(schema, batch)
+      if (problem !== undefined) return yield* failure(problem.message, problem.hint)
+      const rows = encodeRowsWithin(batch, { prefixes, nulls, rowEnd }, fields, out, from, { handed, maxBytes, partRows })
+      partRows += rows
+      const bytes = out.take()
+      for (const chunk of bytes) handed += chunk.byteLength
+      return { bytes, rows }
     }),
     finish: Effect.succeed([])
   }

@@ -10,6 +10,7 @@ import { ByteBuffer } from "./writer/bytes.js"
 import { type ChunkSlice, PageScratch, writeColumnChunk } from "./writer/chunk.js"
 import { type LeafPlan, leafPlan } from "./writer/leaf.js"
 import { type KeyValue, type RowGroupMeta, writeFileMeta } from "./writer/metadata.js"
+import { cappedGroups } from "./capped.js"
 
 /** How parts are encoded: the codec and when a row group is complete. */
 export interface EncoderSettings {
@@ -23,6 +24,11 @@ export interface EncoderSettings {
    * more (statistics keep copies), so the encoder thread can free them.
    */
   readonly release?: ((batch: Batch) => void) | undefined
+  /**
+   * Gets the decimal words a batch was parsed into (see `prepareColumn`) once the row group with its last rows is
+   * written: the encoder's own, read no more, so the encoder thread can free them (they outlive young collections).
+   */
+  readonly releaseBuffers?: ((buffers: ReadonlyArray<ArrayBuffer>) => void) | undefined
   /** Where a part takes its working buffers from and gives them back when it ends (see `PartBuffersPool`). */
   readonly buffers?: PartBuffersPool | undefined
 }
@@ -88,8 +94,13 @@ interface Slice {
   readonly ends: Batch | undefined
 }
 
-const formatError = (message: string, hint?: string): FormatError =>
-  new FormatError(hint === undefined ? { format: "parquet", message } : { format: "parquet", message, hint })
+const formatError = (message: string, hint?: string, quoted?: string): FormatError =>
+  new FormatError({
+    format: "parquet",
+    message,
+    ...(hint === undefined ? {} : { hint }),
+    ...(quoted === undefined ? {} : { quoted: [quoted] })
+  })
 
 /**
  * The footer's key/value metadata: the Arrow schema (see arrow-schema.ts), the export and run the part belongs to,
@@ -134,7 +145,8 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, 
   let rowsBefore = 0
   let state: "open" | "finished" | "failed" = "open"
 
-  const writeGroup = () => {
+  /** Encodes the pending rows as a row group at the end of `out` and returns its metadata (not yet recorded). */
+  const encodeGroup = (): RowGroupMeta => {
     const fileOffset = written + out.length
     const chunks = columns.map((column, c) => {
       const slices: Array<ChunkSlice> = pending.map((slice) => ({
@@ -145,12 +157,27 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, 
       }))
       return writeColumnChunk(out, written, column.leaf, slices, codec.codec, codec.compress, scratch)
     })
-    rowGroups.push({ columns: chunks, numRows: pendingRows, fileOffset })
-    for (const slice of pending) if (slice.ends !== undefined) settings.release?.(slice.ends)
+    return { columns: chunks, numRows: pendingRows, fileOffset }
+  }
+
+  const clearPending = () => {
     pending = []
     pendingRows = 0
     pendingBytes = 0
   }
+
+  const commitGroup = (group: RowGroupMeta) => {
+    rowGroups.push(group)
+    for (const slice of pending) {
+      if (slice.ends === undefined) continue
+      settings.release?.(slice.ends)
+      // Earlier slices of the batch share these words, and are in this group or an earlier one.
+      settings.releaseBuffers?.(slice.words.flatMap((words) => (words === undefined ? [] : [words.buffer as ArrayBuffer])))
+    }
+    clearPending()
+  }
+
+  const writeGroup = () => commitGroup(encodeGroup())
 
   const drain = (): ReadonlyArray<Uint8Array> => {
     if (out.length === 0) return []
@@ -160,28 +187,53 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, 
     return [bytes]
   }
 
-  const writeFooter = () => {
-    const footerStart = out.length
-    writeFileMeta(out, {
+  const writeFooterOf = (target: ByteBuffer, groups: ReadonlyArray<RowGroupMeta>) => {
+    const footerStart = target.length
+    writeFileMeta(target, {
       schema: elements,
-      numRows: rowGroups.reduce((sum, group) => sum + group.numRows, 0),
-      rowGroups,
+      numRows: groups.reduce((sum, group) => sum + group.numRows, 0),
+      rowGroups: groups,
       keyValues,
       createdBy: "rivet"
     })
-    out.u32(out.length - footerStart)
-    out.append(MAGIC)
+    target.u32(target.length - footerStart)
+    target.append(MAGIC)
   }
+  const writeFooter = () => writeFooterOf(out, rowGroups)
 
-  const prepare = (batch: Batch): ReadonlyArray<Uint32Array | undefined> =>
+  // `first`: the row of the batch that is the part's row `rowsBefore + 1` (a capped write continues a batch).
+  const prepare = (batch: Batch, first = 0): ReadonlyArray<Uint32Array | undefined> =>
     columns.map((column, c) => {
       try {
         return column.prepare(batch.columns[c]!)
       } catch (error) {
         if (!(error instanceof InvalidValue)) throw error
-        throw formatError(`column "${column.name}", row ${rowsBefore + error.row + 1} of the part: ${error.message}`, column.hint)
+        throw formatError(`column "${column.name}", row ${rowsBefore + error.row - first + 1} of the part: ${error.message}`, column.hint, error.message)
       }
     })
+
+  const capped = cappedGroups({
+    footerSize: (groups) => {
+      const scratchFooter = new ByteBuffer(4096)
+      writeFooterOf(scratchFooter, groups)
+      return scratchFooter.length
+    },
+    rowGroups,
+    settings,
+    partBytes: () => written + out.length,
+    encode: (batch, words, from, to) => {
+      const mark = out.length
+      pending = [{ columns: batch.columns, words, from, to, ends: to === batch.rowCount ? batch : undefined }]
+      pendingRows = to - from
+      const group = encodeGroup()
+      return { group, bytes: out.length - mark }
+    },
+    commit: commitGroup,
+    rollBack: (bytes) => {
+      out.length -= bytes
+      clearPending()
+    }
+  })
 
   const append = (batch: Batch) => {
     const words = prepare(batch)
@@ -231,6 +283,15 @@ export const makePartEncoder = (schema: BatchSchema, settings: EncoderSettings, 
       return yield* step(() => {
         append(batch)
         return drain()
+      })
+    }),
+    writeCapped: Effect.fn("ParquetEncoder.writeCapped")(function* (batch: Batch, from: number, maxBytes: number) {
+      const problem = checkShape(batch)
+      if (problem) return yield* Effect.fail(problem)
+      return yield* step(() => {
+        const rows = capped(batch, prepare(batch, from), from, maxBytes)
+        rowsBefore += rows
+        return { bytes: drain(), rows }
       })
     }),
     finish: Effect.withSpan(

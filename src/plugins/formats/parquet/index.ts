@@ -8,7 +8,13 @@ export default defineFormat({
   type: "parquet",
   config: ParquetConfig,
   description: "Apache Parquet: typed columns, zstd/snappy/gzip, written one row group at a time.",
-  make: (config, context) => Layer.scoped(FormatDriver, makeParquetDriver(config, context.env))
+  make: (config) => Layer.effect(FormatDriver, makeParquetDriver(config)),
+  // Its own module, so that the CLI's bundle has it as an entry of that name (scripts/bundle-cli.mjs).
+  encoderThread: {
+    module: new URL("./parquet-parts.js", import.meta.url),
+    factory: "parquetParts",
+    ownsReturnedBytes: true
+  }
 })
 
 export { ParquetConfig } from "./config.js"

@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto"
 import type { FileHandle } from "node:fs/promises"
-import { mkdir, open, rename, stat, unlink } from "node:fs/promises"
+import { mkdir, open, stat, unlink } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import type { SinkError } from "../../../core/errors.js"
 import { codeOf, fsError, protocolError, recoverFrom } from "./errors.js"
+import { LocalFileSystem, type LocalFileSystemShape } from "./file-system.js"
 
 /** Prefix shared by every temp file: `.<name>.tmp-<pid>-<random>` beside the target. */
 export const tempFileMarker = ".tmp-"
@@ -62,6 +63,9 @@ export const ensureDirectory = (dir: string, operation: string, key?: string): E
 
 /** Flushes a directory entry (the rename) to disk; without it a crash can forget a completed rename. */
 export const syncDirectory = (dir: string, operation: string, key?: string): Effect.Effect<void, SinkError> =>
+  Effect.flatMap(LocalFileSystem, (files) => flushDirectory(files, dir, operation, key))
+
+const flushDirectory = (files: LocalFileSystemShape, dir: string, operation: string, key?: string): Effect.Effect<void, SinkError> =>
   process.platform === "win32"
     ? Effect.void // Windows cannot open a directory for fsync; NTFS journals the rename itself.
     : Effect.acquireUseRelease(
@@ -71,7 +75,7 @@ export const syncDirectory = (dir: string, operation: string, key?: string): Eff
         }),
         (handle) =>
           Effect.tryPromise({
-            try: () => handle.sync(),
+            try: () => files.sync(handle, dir),
             catch: fsError({ operation, action: "flush the directory", path: dir, key })
           }),
         (handle) => Effect.promise(() => handle.close().catch(() => undefined))
@@ -114,11 +118,11 @@ export const openTempFile = (options: {
         ? Effect.succeed(handle)
         : Effect.zipRight(ensureDirectory(dirname(target), operation, key), create(() => open(path, "wx")))
     ),
-    Effect.map((handle) => makeTempFile(handle, path, target, key))
+    Effect.flatMap((handle) => Effect.map(LocalFileSystem, (files) => makeTempFile(files, handle, path, target, key)))
   )
 }
 
-const makeTempFile = (opened: FileHandle, path: string, target: string, key: string): TempFile => {
+const makeTempFile = (files: LocalFileSystemShape, opened: FileHandle, path: string, target: string, key: string): TempFile => {
   let file: FileHandle | undefined = opened
   let phase: "writing" | "committed" | "discarded" = "writing"
   let renamed = false
@@ -165,19 +169,19 @@ const makeTempFile = (opened: FileHandle, path: string, target: string, key: str
           : Effect.tryPromise({
               try: async () => {
                 if (written !== size) await handle.truncate(size)
-                await handle.sync()
+                await files.sync(handle, path)
               },
               catch: fsError({ operation, action: `flush ${key} to disk`, path, key })
             }).pipe(Effect.zipRight(closeFile))
       const moveIntoPlace = renamed
         ? Effect.void
         : Effect.tryPromise({
-            try: () => rename(path, target),
+            try: () => files.rename(path, target),
             catch: fsError({ operation, action: "rename the temp file into place", path: target, key })
           }).pipe(Effect.tap(() => Effect.sync(() => (renamed = true))))
       return flush.pipe(
         Effect.zipRight(moveIntoPlace),
-        Effect.zipRight(syncDirectory(dirname(target), operation, key)),
+        Effect.zipRight(flushDirectory(files, dirname(target), operation, key)),
         Effect.tap(() => Effect.sync(() => (phase = "committed")))
       )
     }).pipe(Effect.uninterruptible)

@@ -127,7 +127,7 @@ export const makeS3Driver = (
             s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: fullKey(key) }), { abortSignal })
           )
       },
-      put: (key, bytes, contentType) => Effect.asVoid(putObject(s3, fullKey(key), bytes, contentType)),
+      put: (key, bytes, contentType) => putObject(s3, fullKey(key), bytes, contentType),
       begin: (key, contentType) => beginUpload(s3, fullKey(key), contentType),
       list: listObjects(s3),
       pendingUploads: pendingUploadsOf(s3),

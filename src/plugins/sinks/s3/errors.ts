@@ -2,6 +2,7 @@ import { STATUS_CODES } from "node:http"
 import { describeCause, SinkError, type SinkErrorReason } from "../../../core/errors.js"
 import * as Sink from "../../../core/sink/index.js"
 import { displayEndpoint } from "./endpoint-guard.js"
+import { accessDeniedHint } from "./permissions.js"
 
 /** What a failed S3 call was doing, for the message and the hint. */
 export interface S3ErrorContext {
@@ -114,18 +115,7 @@ const classify = (
     }
   }
   if (name === "AccessDenied" || name === "AllAccessDisabled" || name === "Forbidden" || status === 403) {
-    if (context.operation === "ListMultipartUploads") {
-      return {
-        reason: "PermissionDenied",
-        retryable: false,
-        hint: "Grant s3:ListBucketMultipartUploads so Rivet can find and abort multipart uploads whose response was lost; until then a lifecycle rule AbortIncompleteMultipartUpload on the bucket is the only cleanup."
-      }
-    }
-    return {
-      reason: "PermissionDenied",
-      retryable: false,
-      hint: "Check IAM policy. Rivet needs s3:PutObject and s3:GetBucketLocation."
-    }
+    return { reason: "PermissionDenied", retryable: false, hint: accessDeniedHint(context.operation) }
   }
   if (THROTTLING.has(name) || status === 429) return { reason: "RateLimited", retryable: true }
   if (status === 503) return { reason: "RateLimited", retryable: true }

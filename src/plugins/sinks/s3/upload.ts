@@ -7,6 +7,9 @@ import {
   UploadPartCommand
 } from "@aws-sdk/client-s3"
 import * as Effect from "effect/Effect"
+import { createHash } from "node:crypto"
+import type { SinkError } from "../../../core/errors.js"
+import type { WriteReceipt } from "../../../core/plugin.js"
 import type { RawUpload } from "../../../core/sink/primitives.js"
 import { contentMd5, type S3Bucket } from "./client.js"
 import { s3UsageError } from "./keys.js"
@@ -16,10 +19,52 @@ const body = (bytes: Uint8Array) => {
   return { Body: bytes, ContentLength: bytes.byteLength, ...(md5 === undefined ? {} : { ContentMD5: md5 }) }
 }
 
-/** Writes a whole object with one PutObject (small objects, manifest.json, _SUCCESS). */
-export const putObject = (s3: S3Bucket, key: string, bytes: Uint8Array, contentType: string) => {
-  const input = { Bucket: s3.bucket, Key: key, ContentType: contentType, ...body(bytes), ...s3.objectOptions }
-  return s3.call("PutObject", key, (abortSignal) => s3.client.send(new PutObjectCommand(input), { abortSignal }))
+/**
+ * Writes a whole object with one PutObject (small objects, manifest.json, _SUCCESS). Its SHA-256 goes along
+ * (`x-amz-checksum-sha256`): S3 refuses bytes that do not match it and echoes it in the response, which is then the
+ * receipt of what was stored — all Rivet can know of the object without s3:GetObject.
+ */
+export const putObject = (s3: S3Bucket, key: string, bytes: Uint8Array, contentType: string): Effect.Effect<WriteReceipt, SinkError> => {
+  const sha256 = createHash("sha256").update(bytes).digest()
+  const input = {
+    Bucket: s3.bucket,
+    Key: key,
+    ContentType: contentType,
+    ...body(bytes),
+    ChecksumSHA256: sha256.toString("base64"),
+    ...s3.objectOptions
+  }
+  return s3.call("PutObject", key, (abortSignal) => s3.client.send(new PutObjectCommand(input), { abortSignal })).pipe(
+    Effect.flatMap((output) => {
+      if (output.ChecksumSHA256 === undefined) return Effect.succeed({})
+      const stored = Buffer.from(output.ChecksumSHA256, "base64").toString("hex")
+      return stored === sha256.toString("hex")
+        ? Effect.succeed({ sha256: stored })
+        : Effect.fail(
+            s3UsageError(s3.bucket)({
+              operation: "put",
+              key,
+              message: `S3 answered that it stored bytes with SHA-256 ${stored}, not the ${sha256.toString("hex")} sent`
+            })
+          )
+    })
+  )
+}
+
+/**
+ * The ETag S3 gives an object completed from parts with these ETags: the MD5 of the parts' binary MD5s, then `-N`.
+ * Undefined when a part's ETag is not an MD5 (some encryption modes): then there is nothing to compare.
+ */
+const multipartEtag = (etags: ReadonlyArray<string>): string | undefined => {
+  const digests = etags.map((etag) => etag.replaceAll('"', ""))
+  if (!digests.every((digest) => /^[0-9a-f]{32}$/.test(digest))) return undefined
+  try {
+    const md5 = createHash("md5")
+    for (const digest of digests) md5.update(Buffer.from(digest, "hex"))
+    return `${md5.digest("hex")}-${etags.length}`
+  } catch {
+    return undefined // FIPS builds have no MD5
+  }
 }
 
 /** Aborts a multipart upload by id (full key); one already gone (aborted, or removed by a lifecycle rule) is fine. */
@@ -32,13 +77,19 @@ export const abortMultipartUpload = (s3: S3Bucket, key: string, uploadId: string
     .pipe(Effect.catchIf((error) => error.reason === "NotFound", () => Effect.void), Effect.asVoid)
 }
 
-/** The size of an object, or undefined when it cannot be read. */
+/**
+ * The size of an object, or undefined when it cannot be read. A HeadObject refused for lack of s3:GetObject fails
+ * with that refusal, whose hint names the permission that would have confirmed the object.
+ */
 const objectSize = (s3: S3Bucket, key: string) =>
   s3
     .call("HeadObject", key, (abortSignal) =>
       s3.client.send(new HeadObjectCommand({ Bucket: s3.bucket, Key: key }), { abortSignal })
     )
-    .pipe(Effect.map((head) => head.ContentLength), Effect.orElseSucceed(() => undefined))
+    .pipe(
+      Effect.map((head) => head.ContentLength),
+      Effect.catchIf((error) => error.reason !== "PermissionDenied", () => Effect.succeed(undefined))
+    )
 
 /**
  * Starts a multipart upload (eagerly, so a missing bucket or a permission problem surfaces before any data is
@@ -77,6 +128,12 @@ export const beginUpload = (s3: S3Bucket, key: string, contentType: string) =>
           s3.client.send(new CompleteMultipartUploadCommand({ ...target, MultipartUpload: { Parts } }), { abortSignal })
         )
         .pipe(
+          Effect.flatMap((output) => {
+            const expected = multipartEtag(etags)
+            return output.ETag === undefined || expected === undefined || output.ETag.replaceAll('"', "") === expected
+              ? Effect.void
+              : fail({ operation: "complete", key, message: `S3 completed the object with ETag ${output.ETag}, not the ${expected} of the parts sent` })
+          }),
           Effect.catchIf(
             (error) => error.reason === "NotFound",
             (error) => Effect.flatMap(objectSize(s3, key), (found) => (found === size ? Effect.void : error))
@@ -87,9 +144,13 @@ export const beginUpload = (s3: S3Bucket, key: string, contentType: string) =>
     const upload: RawUpload<string> = {
       writePart,
       // S3 cannot complete an upload without parts: an empty object is a plain PutObject.
+      // Without s3:AbortMultipartUpload the empty upload stays open: the run's own cleanup then reports it.
       complete: (etags, size) =>
         etags.length === 0
-          ? Effect.zipRight(abort, putObject(s3, key, new Uint8Array(0), contentType))
+          ? Effect.zipRight(
+              Effect.catchIf(abort, (error) => error.reason === "PermissionDenied", () => Effect.void),
+              Effect.asVoid(putObject(s3, key, new Uint8Array(0), contentType))
+            )
           : completeParts(etags, size),
       abort
     }

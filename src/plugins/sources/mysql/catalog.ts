@@ -1,6 +1,7 @@
 import * as Effect from "effect/Effect"
 import type { SourceError } from "../../../core/errors.js"
 import type { SourceQuery } from "../../../core/plugin.js"
+import { tableOf } from "../../../core/plugin.js"
 import type { ErrorContext } from "./errors.js"
 import { fromMysql } from "./errors.js"
 import { runOn, type Session } from "./session.js"
@@ -24,9 +25,9 @@ const JSON_CHECKS_SQL =
 
 const JSON_VALID = /^json_valid\(`((?:[^`]|``)+)`\)$/i
 
-/** The primary key and JSON columns of `query.table`; nothing for a query export. */
+/** The primary key and JSON columns of `tableOf(query)`; nothing for a query export. */
 export const tableInfo = (session: Session, query: SourceQuery, context: ErrorContext): Effect.Effect<TableInfo, SourceError> => {
-  const table = query.table
+  const table = tableOf(query)
   if (table === undefined) return Effect.succeed(EMPTY)
   const params = [table.schema ?? null, table.name]
   return Effect.gen(function* () {

@@ -17,8 +17,7 @@ const TABLES_SQL =
 
 const queryOf = (database: string, name: string): SourceQuery => ({
   exportName: "init",
-  sql: "",
-  table: { schema: database, name },
+  base: { _tag: "Table", schema: database, name },
   batchSize: 1,
   columnTypes: new Map()
 })

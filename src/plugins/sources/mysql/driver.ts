@@ -3,6 +3,7 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { SourceError } from "../../../core/errors.js"
 import type { PluginContext, SourceDriverShape, SourceQuery } from "../../../core/plugin.js"
+import { tableOf } from "../../../core/plugin.js"
 import type { MysqlConfig } from "./config.js"
 import { type ErrorContext, sourceError } from "./errors.js"
 import { describeQuery, estimateQueryRows, queryBounds } from "./inspect.js"
@@ -45,7 +46,7 @@ export const makeMysqlDriver = (
     const zeroDatesAsNull = config.zero_dates === "null"
 
     const queryContext = (query: SourceQuery): Effect.Effect<ErrorContext, SourceError> => {
-      const scoped: ErrorContext = { ...errors, exportName: query.exportName, table: query.table }
+      const scoped: ErrorContext = { ...errors, exportName: query.exportName, table: tableOf(query) }
       const problem = queryProblem(query)
       return problem === undefined ? Effect.succeed(scoped) : Effect.fail(sourceError(scoped, problem))
     }
@@ -71,6 +72,8 @@ export const makeMysqlDriver = (
     })
 
     const estimateRows = Effect.fn("MysqlSource.estimateRows")(function* (query: SourceQuery) {
+      // EXPLAIN's row count is the rows MySQL expects to scan, not the distinct values a DISTINCT would return.
+      if ((query.distinct ?? []).length > 0) return undefined
       const scoped = yield* queryContext(query)
       return yield* estimateQueryRows(sessionFor(scoped), query, scoped)
     })
@@ -78,6 +81,7 @@ export const makeMysqlDriver = (
     return {
       label: `MySQL(${shortAddress(address)})`,
       displayUrl,
+      identity: { host: address.host, port: String(address.port), database: address.database, user: address.user },
       check,
       open,
       describe,

@@ -88,7 +88,9 @@ export const fromMysql = (cause: unknown, context: ErrorContext, doing: string):
     const rule = SERVER_ERRORS[errno] ?? { retryable: false }
     return sourceError(context, `MySQL error ${errno} (${String(code)}) while ${doing}: ${text}`, {
       retryable: rule.retryable,
-      hint: rule.hint?.(context)
+      hint: rule.hint?.(context),
+      code: String(errno),
+      quoted: text
     })
   }
   if (code === "ENOTFOUND") {
@@ -103,5 +105,5 @@ export const fromMysql = (cause: unknown, context: ErrorContext, doing: string):
     })
   }
   if (field(cause, "fatal") === true) return connectionClosed(context, doing, text)
-  return sourceError(context, `MySQL failed while ${doing}: ${text}`)
+  return sourceError(context, `MySQL failed while ${doing}: ${text}`, { quoted: text })
 }

@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { SourceError } from "../../../core/errors.js"
 import type { ColumnBounds, SourceDescription, SourceQuery } from "../../../core/plugin.js"
+import { tableOf } from "../../../core/plugin.js"
 import type { ErrorContext } from "./errors.js"
 import { planQuery, schemaOf, statementFor } from "./result.js"
 import { runOn, type Session } from "./session.js"
@@ -45,7 +46,7 @@ export const queryBounds = (
   )
 
 const isWholeTable = (query: SourceQuery): boolean =>
-  query.table !== undefined &&
+  tableOf(query) !== undefined &&
   (query.where ?? []).length === 0 &&
   (query.orderBy ?? []).length === 0 &&
   query.limit === undefined
@@ -63,7 +64,7 @@ export const estimateQueryRows = (
     Effect.gen(function* () {
       const session = yield* openSession(false)
       if (isWholeTable(query)) {
-        const table = query.table!
+        const table = tableOf(query)!
         const [row] = yield* runOn(
           session,
           context,

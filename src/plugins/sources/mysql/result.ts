@@ -192,13 +192,15 @@ class RowPump {
     const plan = this.plans[column]!
     const key = this.keyColumns.map((c) => `${this.plans[c]!.name} = ${row[c]?.toString("utf8") ?? "NULL"}`).join(", ")
     const where = `row ${this.seen}${key === "" ? "" : ` (${key})`}`
+    // The value and the row's key are read from the database: quoted, so telemetry gets neither.
     if (cause instanceof ZeroDate) {
       return sourceError(this.context, `column "${plan.name}" (${plan.sourceType}) holds the zero date '${cause.message}' at ${where}`, {
+        quoted: `'${cause.message}' at ${where}`,
         hint: `zero dates have no ${formatLogicalType(plan.type)} value: set zero_dates: null in the source block to export them as NULL, or fix the data (UPDATE … SET ${quoteIdent(plan.name)} = NULL WHERE …)`
       })
     }
     const reason = cause instanceof BadValue || cause instanceof Error ? cause.message : String(cause)
-    return sourceError(this.context, `column "${plan.name}" (${plan.sourceType}) at ${where}: ${reason}`)
+    return sourceError(this.context, `column "${plan.name}" (${plan.sourceType}) at ${where}: ${reason}`, { quoted: `${where}: ${reason}` })
   }
 
   private flush(): void {

@@ -1,5 +1,5 @@
 import mysql from "mysql2"
-import type { ColumnRef, RowFilter, SourceQuery } from "../../../core/plugin.js"
+import type { ColumnRef, QueryBase, RowFilter, SourceQuery } from "../../../core/plugin.js"
 
 /** A statement with `?` placeholders and their values (mysql2 escapes them into the text it sends). */
 export interface Statement {
@@ -11,16 +11,13 @@ export interface Statement {
 export const quoteIdent = (name: string): string => `\`${name.replace(/`/g, "``")}\``
 
 /**
- * The export's base SQL. A `table:` shortcut reaches every source already rendered in PostgreSQL's quoting
- * (`SELECT * FROM "schema"."table"`), which MySQL reads as string literals: it is rendered here again from
- * `query.table` with backticks (the schema is the database; absent, the URL's database).
+ * The export's base SQL: its query as written, or `SELECT * FROM` its table with backticks (the schema is the
+ * database; absent, the URL's database).
  */
-export const baseSql = (query: SourceQuery): string => {
-  const table = query.table
-  if (table === undefined) return query.sql
-  const schema = table.schema === undefined ? "" : `${quoteIdent(table.schema)}.`
-  return `SELECT * FROM ${schema}${quoteIdent(table.name)}`
-}
+export const baseSql = (base: QueryBase): string =>
+  base._tag === "Query"
+    ? base.sql
+    : `SELECT * FROM ${base.schema === undefined ? "" : `${quoteIdent(base.schema)}.`}${quoteIdent(base.name)}`
 
 /** Index of the last character that is neither whitespace nor inside a comment (-1 if none). */
 const lastCodeIndex = (sql: string): number => {
@@ -92,15 +89,20 @@ const renderFilter = (filter: RowFilter, bindTo: Bind): string => {
 }
 
 const isPlain = (query: SourceQuery): boolean =>
-  (query.where ?? []).length === 0 && (query.orderBy ?? []).length === 0 && query.limit === undefined
+  (query.where ?? []).length === 0 &&
+  (query.orderBy ?? []).length === 0 &&
+  query.limit === undefined &&
+  (query.distinct ?? []).length === 0
 
 const render = (query: SourceQuery, bind: Bind): string => {
-  const sql = baseSql(query)
+  const sql = baseSql(query.base)
   if (isPlain(query)) return sql
   const where = (query.where ?? []).map((filter) => renderFilter(filter, bind))
   const orderBy = query.orderBy ?? []
+  const distinct = query.distinct ?? []
+  const select = distinct.length > 0 ? `DISTINCT ${distinct.map(quoteIdent).join(", ")}` : "*"
   return [
-    `SELECT * FROM (${stripTerminator(sql)}\n) AS _rivet`,
+    `SELECT ${select} FROM (${stripTerminator(sql)}\n) AS _rivet`,
     ...(where.length > 0 ? [`WHERE ${where.join(" AND ")}`] : []),
     ...(orderBy.length > 0 ? [`ORDER BY ${orderBy.map(renderRef).join(", ")}`] : []),
     ...(query.limit !== undefined ? [`LIMIT ${query.limit}`] : [])
@@ -108,8 +110,8 @@ const render = (query: SourceQuery, bind: Bind): string => {
 }
 
 /**
- * The statement the source runs: the base SQL unchanged without filters, order or limit; otherwise wrapped as
- * `SELECT * FROM (<sql>) AS _rivet WHERE … ORDER BY … LIMIT n`, values bound as string parameters (MySQL converts
+ * The statement the source runs: the base SQL unchanged without filters, order, limit or distinct columns; otherwise
+ * wrapped as `SELECT * FROM (<sql>) AS _rivet WHERE … ORDER BY … LIMIT n` (`SELECT DISTINCT …`), values bound as string parameters (MySQL converts
  * them to the compared column's type). `valueFor` may rewrite a value for its column (see `mysqlValueText`).
  */
 export const renderStatement = (
@@ -128,7 +130,13 @@ export const renderStatement = (
 export const renderForDisplay = (query: SourceQuery): string => render(query, (value) => mysql.escape(value))
 
 /** The query without its filters, order and limit: the same output columns, for describing them. */
-export const baseQueryOf = (query: SourceQuery): SourceQuery => ({ ...query, where: undefined, orderBy: undefined, limit: undefined })
+export const baseQueryOf = (query: SourceQuery): SourceQuery => ({
+  ...query,
+  where: undefined,
+  orderBy: undefined,
+  limit: undefined,
+  distinct: undefined
+})
 
 const ISO_TIMESTAMP = /^(\d{4,}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)Z?$/
 

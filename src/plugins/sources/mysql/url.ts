@@ -110,8 +110,20 @@ export const displayAddress = (address: MysqlAddress): string => {
 /** `host/database`, the short form in `rivet doctor`'s `Source MySQL(db.internal/shop)`. */
 export const shortAddress = (address: MysqlAddress): string => `${hostText(address.host)}/${address.database}`
 
-/** Removes the password (raw and percent-encoded) from any text a library produced. */
+/** The password as written in the URL (still percent-encoded), or undefined. */
+const rawPasswordOf = (url: string): string | undefined => {
+  const rest = url.replace(/^[A-Za-z]+:\/\//, "")
+  const authorityEnd = rest.search(/[/?#]/)
+  const authority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd)
+  const at = authority.lastIndexOf("@")
+  const colon = authority.indexOf(":")
+  return at < 0 || colon < 0 || colon > at ? undefined : authority.slice(colon + 1, at)
+}
+
+/** Removes the password (decoded and as written, percent-encoded) and the URL from any text a library produced. */
 export const makeScrubber = (address: MysqlAddress, url: string) => {
-  const secrets = [address.password, url].filter((secret): secret is string => secret !== undefined && secret.length >= 3)
+  // The passwords first: a URL quoted in the text then keeps its host and database, its password masked.
+  const secrets = [address.password, rawPasswordOf(url), url]
+    .filter((secret): secret is string => secret !== undefined && secret.length >= 3)
   return (text: string): string => secrets.reduce((scrubbed, secret) => scrubbed.split(secret).join("***"), text)
 }

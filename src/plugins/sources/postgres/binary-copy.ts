@@ -7,7 +7,7 @@ import type { FieldSink } from "./binary-fields.js"
  * (kilobytes of text or JSON each) would otherwise make a 10 000-row batch hold tens of megabytes. The decoded
  * buffers are about the size of the wire bytes (a field's 4-byte length becomes its offset). 4 MiB matches the
  * default Parquet row group's byte budget; 8 MiB cost 36–67 MB more peak RSS on rows of 1–4 KiB at about the same
- * speed (docs/benchmarks.md), and rows under ~400 bytes reach `batch_size` first either way.
+ * speed (bench/LOG.md), and rows under ~400 bytes reach `batch_size` first either way.
  */
 export const BATCH_BYTES = 4 * 1024 * 1024
 

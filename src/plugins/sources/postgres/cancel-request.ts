@@ -23,5 +23,19 @@ export const sendCancel = (query: CancellableQuery): Promise<void> => {
   const canceller = query.canceller
   if (typeof canceller !== "function") return Promise.resolve()
   query.canceller = null
-  return canceller(query)
+  // Over TLS, postgres.js 3.4.9 never settles this promise: its cancel connection listens for `close` on the plain
+  // socket, whose listeners it removes when it switches to TLS. The request itself is sent and served (the server
+  // closes that connection at once), so after CANCEL_SETTLE_MS it is taken to have arrived; without TLS the promise
+  // settles first and the timer is cleared.
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, CANCEL_SETTLE_MS)
+    timer.unref?.()
+    canceller(query).then(
+      () => (clearTimeout(timer), resolve()),
+      (cause: unknown) => (clearTimeout(timer), reject(cause))
+    )
+  })
 }
+
+/** How long a cancel request whose connection never reports its end (TLS, above) is waited for. */
+export const CANCEL_SETTLE_MS = 2_000

@@ -13,7 +13,7 @@ import { connectionLost } from "./session.js"
  * payload is handed to `onChunk` synchronously, in order, as the socket delivers it (no copy, no per-chunk promise).
  * The payloads are read off the socket by copy-tap.ts where it can, and from the stream otherwise.
  *
- * Four hazards of that stream are handled here (pinned by test/sources/postgres/copy-stream.test.ts):
+ * Four hazards of that stream are handled here (pinned by test/plugins/sources/postgres/copy-stream.test.ts):
  * 1. The stream is handed over by resolving the query's promise. A COPY failing on its first row sends its
  *    ErrorResponse in the same socket read as the CopyOutResponse: postgres.js destroys the stream at once, and its
  *    'error' event — emitted from `process.nextTick`, which runs before promise callbacks — would find no listener

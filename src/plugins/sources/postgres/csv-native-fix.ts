@@ -1,7 +1,7 @@
 /**
  * Rewrites PostgreSQL's own text of some columns into Rivet's CSV spelling, row by row, on the client. Formatting a
  * timestamp with `to_char` or reshaping a float's exponent in SQL costs the server more than writing the row itself
- * (docs/benchmarks.md, "CSV, session of 2026-12-05 (afternoon)"), and on a shared machine the server sets the pace
+ * (bench/LOG.md, "CSV, session of 2026-12-05 (afternoon)"), and on a shared machine the server sets the pace
  * of a CSV export; this fixer moves that work to the reading thread.
  *
  * Input: one CopyData message of `COPY … TO STDOUT (FORMAT csv)` — one whole row ending in a line feed — with the

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import postgres from "postgres"
-import { didYouMean } from "../../../config/issues.js"
-import { parseLogicalType } from "../../../config/model.js"
+import { didYouMean } from "../../../core/did-you-mean.js"
+import { parseLogicalType } from "../../../core/columns/logical.js"
 import { ConfigError, type SourceError } from "../../../core/errors.js"
 import type {
   ColumnProblem,
@@ -13,11 +13,11 @@ import type {
 } from "../../../core/discovery/model.js"
 import type { DiscoverRequest } from "../../../core/plugin.js"
 import { type DescribedColumn, loadCatalog } from "./catalog.js"
-import { addressOf, type ErrorContext, fromPostgres, sourceError } from "./errors.js"
+import { addressOf, type ErrorContext, fromPostgres, sourceError, targetOf } from "./errors.js"
 import { attemptOn, openSession } from "./session.js"
 import { quoteIdent } from "./statement.js"
 import { planColumn, resolveShape, type Shape } from "./types.js"
-import { connectionTarget, displayAddress, makeScrubber } from "../../../lib/postgres-url.js"
+import { displayAddress, makeScrubber } from "../../../core/source/postgres-url.js"
 
 // Tables never analyzed (reltuples < 0) up to this size are counted exactly; bigger ones get the planner's estimate.
 const COUNT_MAX_BYTES = 64 * 1024 * 1024
@@ -119,8 +119,8 @@ export const discoverPostgres = Effect.fn("PostgresSource.discover")(
     const url = request.url
     const schema = request.schema ?? "public"
     const address = yield* addressOf({ url, origin: request.origin ?? "the connection URL" }, {})
-    const target = connectionTarget(address)
-    const context: ErrorContext = { displayUrl: displayAddress(address), scrub: makeScrubber(url) }
+    const target = yield* targetOf(address, {}, {})
+    const context: ErrorContext = { displayUrl: displayAddress(address), scrub: makeScrubber(url), tls: target.tls }
     const pool = yield* Effect.acquireRelease(
       Effect.try({
         try: () =>

@@ -1,20 +1,21 @@
-import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import postgres from "postgres"
 import type { SourceError } from "../../../core/errors.js"
-import type { PluginContext, RenderDialect, SourceDriverShape, SourceQuery } from "../../../core/plugin.js"
+import type { PluginContext, RenderDialect, SourceDriverShape, SourceIdentity, SourceQuery } from "../../../core/plugin.js"
+import { tableOf } from "../../../core/plugin.js"
 import type { PostgresConfig } from "./config.js"
-import { startEmbedded } from "./embedded.js"
-import { addressOf, type ErrorContext, fromPostgres, type ResolvedUrl, sourceError } from "./errors.js"
+import { addressOf, type ErrorContext, fromPostgres, type ResolvedUrl, sourceError, targetOf } from "./errors.js"
+import { postgresChanges } from "./cdc/changes.js"
 import { estimateQueryRows } from "./estimate.js"
 import { describeQuery, queryBounds } from "./inspect.js"
 import { openRendered } from "./rendered.js"
 import { openResult } from "./result.js"
 import type { SessionSettings } from "./session.js"
 import { queryProblem, renderForDisplay } from "./statement.js"
-import { connectionTarget, displayAddress, makeScrubber } from "../../../lib/postgres-url.js"
+import type { TlsSettings } from "../../../core/source/postgres-tls.js"
+import { displayAddress, makeScrubber, type PostgresAddress } from "../../../core/source/postgres-url.js"
 
 // Every OID postgres.js parses by default (types.js: bool, bytea, int2/4, oid, float4/8, json/jsonb, date,
 // timestamp, timestamptz). An entry without `parse` removes those parsers, so each value reaches us as PostgreSQL's
@@ -41,7 +42,7 @@ const END_TIMEOUT_S = 5
 const resolveUrl = (
   config: PostgresConfig,
   context: PluginContext
-): Effect.Effect<ResolvedUrl, SourceError, Scope.Scope> => {
+): Effect.Effect<ResolvedUrl, SourceError> => {
   if (config.url !== undefined) return Effect.succeed({ url: Redacted.value(config.url), origin: "source.url" })
   if (config.url_env !== undefined) {
     const name = config.url_env
@@ -54,11 +55,36 @@ const resolveUrl = (
         )
       : Effect.succeed({ url: value, origin: `environment variable ${name} (source.url_env)` })
   }
-  const embedded = config.embedded ?? {}
-  return startEmbedded({
-    dataDir: path.resolve(context.configDir, embedded.data_dir ?? ".rivet-demo"),
-    port: embedded.port
-  }).pipe(Effect.map(({ url }) => ({ url, origin: "source.embedded" })))
+  // `embedded` is served where the program is put together (src/registry/embedded-source.ts): it starts the demo
+  // server and passes its URL as `url`. Reaching here means this plugin value was used without that wiring.
+  return Effect.fail(
+    sourceError(context, "source.embedded: this program does not start the embedded demo PostgreSQL", {
+      hint: "run it with the rivet CLI or load the config with the built-in plugins, or set `url` / `url_env`"
+    })
+  )
+}
+
+/** The database an address reads (the embedded demo server's wiring names its own: src/registry/embedded-source.ts). */
+const identityOf = (address: PostgresAddress): SourceIdentity => ({
+  host: address.hosts.map((server) => server.host).join(","),
+  port: address.hosts.map((server) => String(server.port)).join(","),
+  database: address.database ?? "",
+  user: address.user ?? ""
+})
+
+/** `TLS TLSv1.3, certificate verified (verify-full, CA /etc/rivet/ca.pem)`, or `no TLS (…)`. */
+const describeTls = (row: { ssl?: unknown; version?: string | null } | undefined, tls: TlsSettings | undefined): string => {
+  const mode = tls === undefined ? "no TLS settings" : `mode ${tls.mode}`
+  // The pool reads booleans as PostgreSQL's text (`t`), see RAW_TEXT.
+  if (row?.ssl !== true && row?.ssl !== "t") return `not encrypted (${mode})`
+  if (tls === undefined) return `TLS ${row.version ?? "?"} (${mode})`
+  const ca = tls.ca === undefined ? "Node's default CAs" : `CA ${tls.ca.path}`
+  const verified = !tls.verifyChain
+    ? "certificate not verified"
+    : tls.verifyHost
+      ? `certificate verified, host name checked (${ca})`
+      : `certificate verified, host name not checked (${ca})`
+  return `TLS ${row.version ?? "?"}, ${verified}; ${mode}${tls.cert === undefined ? "" : ", client certificate"}`
 }
 
 /** Builds the postgres source driver in the layer's scope; the client pool ends when the scope closes. */
@@ -69,9 +95,9 @@ export const makePostgresDriver = (
   Effect.gen(function* () {
     const resolved = yield* resolveUrl(config, context)
     const address = yield* addressOf(resolved, context)
-    const target = connectionTarget(address)
+    const target = yield* targetOf(address, { block: config.tls, blockPath: "source.tls", configDir: context.configDir }, context)
     const displayUrl = displayAddress(address)
-    const errors: ErrorContext = { exportName: context.exportName, displayUrl, scrub: makeScrubber(resolved.url) }
+    const errors: ErrorContext = { exportName: context.exportName, displayUrl, scrub: makeScrubber(resolved.url), tls: target.tls }
     let closedEarly = false
     const pool = yield* Effect.acquireRelease(
       Effect.try({
@@ -110,8 +136,18 @@ export const makePostgresDriver = (
       catch: (cause) => fromPostgres(cause, errors, "connecting")
     }).pipe(Effect.asVoid, Effect.withSpan("PostgresSource.check"))
 
+    // pg_stat_ssl tells whether this session is encrypted and with which TLS version; whether the certificate was
+    // verified (and against what) is what the settings asked for: a session exists only if that check passed.
+    const connectionDetail = Effect.tryPromise({
+      try: () => pool.unsafe("SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()"),
+      catch: (cause) => fromPostgres(cause, errors, "reading pg_stat_ssl")
+    }).pipe(
+      Effect.map((rows) => describeTls(rows[0] as { ssl?: unknown; version?: string | null } | undefined, target.tls)),
+      Effect.withSpan("PostgresSource.connectionDetail")
+    )
+
     const queryContext = (query: SourceQuery): Effect.Effect<ErrorContext, SourceError> => {
-      const context: ErrorContext = { ...errors, exportName: query.exportName, table: query.table }
+      const context: ErrorContext = { ...errors, exportName: query.exportName, table: tableOf(query) }
       const problem = queryProblem(query)
       return problem === undefined ? Effect.succeed(context) : Effect.fail(sourceError(context, problem))
     }
@@ -139,12 +175,15 @@ export const makePostgresDriver = (
     return {
       label: "Postgres",
       displayUrl,
+      identity: identityOf(address),
       check,
+      connectionDetail,
       open,
       openRendered: rendered,
       describe,
       bounds,
       render: renderForDisplay,
-      estimateRows
+      estimateRows,
+      changes: postgresChanges({ pool, target, applicationName: config.application_name, settings, context: errors })
     }
   })

@@ -1,7 +1,14 @@
 import postgres from "postgres"
 import * as Effect from "effect/Effect"
 import { describeCause, type SourceError, sourceErrorMaker } from "../../../core/errors.js"
-import { isUrlProblem, parsePostgresUrl, type PostgresAddress } from "../../../lib/postgres-url.js"
+import {
+  type ConnectionTarget,
+  isUrlProblem,
+  parsePostgresUrl,
+  type PostgresAddress,
+  resolveConnection
+} from "../../../core/source/postgres-url.js"
+import { isTlsProblem, type TlsInput, type TlsSettings, tlsFailure } from "../../../core/source/postgres-tls.js"
 
 /** What an error message may mention: the export, the masked URL; `scrub` removes any secret from library text. */
 export interface ErrorContext {
@@ -10,6 +17,8 @@ export interface ErrorContext {
   readonly scrub: (text: string) => string
   /** Set when the export used a `table:` shortcut (sharpens the hint for a missing relation). */
   readonly table?: { readonly schema?: string | undefined; readonly name: string } | undefined
+  /** The connection's TLS settings, to explain a certificate failure (naming the CA file). */
+  readonly tls?: TlsSettings | undefined
 }
 
 /** A `SourceError` from the postgres source, its message prefixed with the export when known. */
@@ -30,6 +39,16 @@ export const addressOf = (
   return isUrlProblem(parsed)
     ? Effect.fail(sourceError(context, `${resolved.origin}: ${parsed.message}`, { hint: parsed.hint }))
     : Effect.succeed(parsed)
+}
+
+/** The connection target with its TLS settings (certificate files read), or a failure naming the setting or file. */
+export const targetOf = (
+  address: PostgresAddress,
+  tls: Omit<TlsInput, "query">,
+  context: Pick<ErrorContext, "exportName">
+): Effect.Effect<ConnectionTarget, SourceError> => {
+  const target = resolveConnection(address, tls)
+  return isTlsProblem(target) ? Effect.fail(sourceError(context, target.message, { hint: target.hint })) : Effect.succeed(target)
 }
 
 interface Rule {
@@ -101,11 +120,17 @@ export const fromPostgres = (cause: unknown, context: ErrorContext, doing: strin
   if (cause instanceof postgres.PostgresError) {
     const rule = SQLSTATE[cause.code] ?? classRule(cause.code)
     const serverHint = cause.hint ? context.scrub(cause.hint) : undefined
-    return sourceError(context, `PostgreSQL error ${cause.code} while ${doing}: ${text}`, {
+    // The server's words (and its DETAIL, e.g. the key of a unique violation) are for the user who ran the command.
+    const quoted = cause.detail ? `${text} (${context.scrub(describeCause(cause.detail))})` : text
+    return sourceError(context, `PostgreSQL error ${cause.code} while ${doing}: ${quoted}`, {
       retryable: rule.retryable,
-      hint: rule.hint?.(context) ?? serverHint
+      hint: rule.hint?.(context) ?? serverHint,
+      code: cause.code,
+      quoted
     })
   }
+  const tls = tlsFailure(cause, context.tls, context.displayUrl)
+  if (tls !== undefined) return sourceError(context, context.scrub(tls.message), { hint: tls.hint, code })
   if (code === "ENOTFOUND") {
     return sourceError(context, `cannot resolve the host of ${context.displayUrl}: ${text}`, {
       hint: "check the host name in the connection URL"
@@ -118,7 +143,7 @@ export const fromPostgres = (cause: unknown, context: ErrorContext, doing: strin
       hint: "check that the server is running and reachable from this machine (exit code 2: safe to run again later)"
     })
   }
-  return sourceError(context, `PostgreSQL failed while ${doing}: ${text}`)
+  return sourceError(context, `PostgreSQL failed while ${doing}: ${text}`, { quoted: text })
 }
 
 const classRule = (code: string): Rule => {

@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import type postgres from "postgres"
 import type { SourceError } from "../../../core/errors.js"
 import type { SourceQuery } from "../../../core/plugin.js"
+import { tableOf } from "../../../core/plugin.js"
 import type { ErrorContext } from "./errors.js"
 import { attemptOn, openSession, type SessionSettings } from "./session.js"
 import { quoteIdent, renderStatement } from "./statement.js"
@@ -10,7 +11,7 @@ import { quoteIdent, renderStatement } from "./statement.js"
 const RELTUPLES_SQL = "select reltuples::text from pg_catalog.pg_class where oid = pg_catalog.to_regclass($1)"
 
 const isWholeTable = (query: SourceQuery): boolean =>
-  query.table !== undefined &&
+  tableOf(query) !== undefined &&
   (query.where ?? []).length === 0 &&
   (query.orderBy ?? []).length === 0 &&
   query.limit === undefined
@@ -38,7 +39,7 @@ export const estimateQueryRows = (
     Effect.gen(function* () {
       const connection = yield* openSession(pool, settings, context)
       if (isWholeTable(query)) {
-        const table = query.table!
+        const table = tableOf(query)!
         const name = [...(table.schema === undefined ? [] : [table.schema]), table.name].map(quoteIdent).join(".")
         const rows = yield* attemptOn(connection, context, "reading the table's row estimate", () =>
           connection.unsafe(RELTUPLES_SQL, [name]).values()

@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import type postgres from "postgres"
 import type { SourceError } from "../../../core/errors.js"
 import type { ColumnBounds, SourceDescription, SourceQuery } from "../../../core/plugin.js"
+import { tableOf } from "../../../core/plugin.js"
 import { type ErrorContext, sourceError } from "./errors.js"
 import { planStatement } from "./result.js"
 import { attemptOn, openSession, type SessionSettings } from "./session.js"
@@ -18,7 +19,7 @@ order by k.position`
 
 const primaryKey = (
   connection: postgres.TransactionSql,
-  table: SourceQuery["table"],
+  table: ReturnType<typeof tableOf>,
   context: ErrorContext
 ): Effect.Effect<ReadonlyArray<string>, SourceError> => {
   if (table === undefined) return Effect.succeed([])
@@ -39,7 +40,7 @@ export const describeQuery = (
     Effect.gen(function* () {
       const connection = yield* openSession(pool, settings, context)
       const { schema } = yield* planStatement(connection, query, renderStatement(query), context)
-      return { schema, primaryKey: yield* primaryKey(connection, query.table, context) }
+      return { schema, primaryKey: yield* primaryKey(connection, tableOf(query), context) }
     })
   )
 

@@ -110,7 +110,7 @@ const LOST_POLL_MS = 250
 
 /** A failure while the COPY ran (the driver's error, a value that does not fit, a stream cut short). */
 const readFailure = (connection: postgres.TransactionSql, context: ErrorContext, cause: unknown): Effect.Effect<SourceError> => {
-  if (cause instanceof DecodeFailure) return Effect.succeed(sourceError(context, cause.message, { hint: cause.hint }))
+  if (cause instanceof DecodeFailure) return Effect.succeed(sourceError(context, cause.message, { hint: cause.hint, quoted: cause.message }))
   return Effect.map(Effect.promise(() => connectionLost(connection)), (lost) => {
     if (lost) return connectionClosed(context, READING)
     if (cause instanceof TruncatedCopy) {

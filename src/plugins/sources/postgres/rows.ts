@@ -5,7 +5,7 @@ import type { ColumnPlan } from "./types.js"
 /**
  * Rows of PostgreSQL text values (`null` for SQL NULL), in result-column order. The source reads binary COPY now
  * (binary-fields.ts); this text path stays as the reference its values are tested against
- * (test/sources/postgres/binary-vs-text.test.ts): the server's text rendering through the text decoders.
+ * (test/plugins/sources/postgres/binary-vs-text.test.ts): the server's text rendering through the text decoders.
  */
 export type TextRows = ReadonlyArray<ReadonlyArray<string | null>>
 

@@ -12,6 +12,8 @@ export interface SessionSettings {
   readonly statementTimeoutMs: number
   readonly lockTimeoutMs: number
   readonly schema: string
+  /** Read on a snapshot another session exported (`SET TRANSACTION SNAPSHOT`): a change log's starting point. */
+  readonly snapshot?: string | undefined
 }
 
 // The SET LOCALs repeat the connection's startup parameters on purpose: the decoders (and the text of bounds fed
@@ -19,6 +21,8 @@ export interface SessionSettings {
 // them. One simple-protocol round trip.
 const settingsSql = (settings: SessionSettings): string =>
   [
+    // First: a snapshot can only be imported before the transaction's first query.
+    ...(settings.snapshot === undefined ? [] : [`SET TRANSACTION SNAPSHOT '${settings.snapshot.replaceAll("'", "''")}'`]),
     `SET LOCAL statement_timeout = ${settings.statementTimeoutMs}`,
     `SET LOCAL lock_timeout = ${settings.lockTimeoutMs}`,
     "SET LOCAL TimeZone = 'UTC'",

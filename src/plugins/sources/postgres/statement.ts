@@ -1,4 +1,4 @@
-import type { ColumnRef, RowFilter, SourceQuery } from "../../../core/plugin.js"
+import type { ColumnRef, QueryBase, RowFilter, SourceQuery } from "../../../core/plugin.js"
 
 /** A statement ready for the extended protocol: every value is a text parameter (`$1`, `$2`, …). */
 export interface Statement {
@@ -23,7 +23,14 @@ const renderRef = (ref: ColumnRef): string =>
   typeof ref === "string" ? quoteIdent(ref) : `COALESCE(${ref.columns.map(quoteIdent).join(", ")})`
 
 const isPlain = (query: SourceQuery): boolean =>
-  (query.where ?? []).length === 0 && (query.orderBy ?? []).length === 0 && query.limit === undefined
+  (query.where ?? []).length === 0 &&
+  (query.orderBy ?? []).length === 0 &&
+  query.limit === undefined &&
+  (query.distinct ?? []).length === 0
+
+/** A table as `SELECT * FROM "schema"."table"` (no schema: the search path's), or the export's query as written. */
+export const baseSql = (base: QueryBase): string =>
+  base._tag === "Query" ? base.sql : `SELECT * FROM ${base.schema === undefined ? "" : `${quoteIdent(base.schema)}.`}${quoteIdent(base.name)}`
 
 /** Index of the last character that is neither whitespace nor inside a comment (-1 if none). */
 const lastCodeIndex = (sql: string): number => {
@@ -95,11 +102,13 @@ const renderFilter = (filter: RowFilter, bind: (value: string) => string): strin
 }
 
 const render = (query: SourceQuery, bind: (value: string) => string): string => {
-  if (isPlain(query)) return query.sql
+  if (isPlain(query)) return baseSql(query.base)
   const where = (query.where ?? []).map((filter) => renderFilter(filter, bind))
   const orderBy = query.orderBy ?? []
+  const distinct = query.distinct ?? []
+  const select = distinct.length > 0 ? `DISTINCT ${distinct.map(quoteIdent).join(", ")}` : "*"
   return [
-    `SELECT * FROM (${stripTerminator(query.sql)}\n) AS _rivet`,
+    `SELECT ${select} FROM (${stripTerminator(baseSql(query.base))}\n) AS _rivet`,
     ...(where.length > 0 ? [`WHERE ${where.join(" AND ")}`] : []),
     ...(orderBy.length > 0 ? [`ORDER BY ${orderBy.map(renderRef).join(", ")}`] : []),
     ...(query.limit !== undefined ? [`LIMIT ${query.limit}`] : [])
@@ -107,8 +116,9 @@ const render = (query: SourceQuery, bind: (value: string) => string): string => 
 }
 
 /**
- * The statement the source runs for a query: the base SQL unchanged when the query has no filters, order or limit;
- * otherwise the base SQL wrapped as `SELECT * FROM (<sql>) AS _rivet WHERE … ORDER BY … LIMIT n`. Filter values are
+ * The statement the source runs for a query: the base SQL (the query as written, or `SELECT * FROM` the table) when the
+ * query has no filters, order, limit or distinct columns; otherwise the base SQL wrapped as
+ * `SELECT * FROM (<sql>) AS _rivet WHERE … ORDER BY … LIMIT n` (`SELECT DISTINCT "a", …` for distinct columns). Filter values are
  * bound as untyped text parameters, so PostgreSQL reads them with the compared column's input function.
  */
 export const renderStatement = (query: SourceQuery): Statement => {

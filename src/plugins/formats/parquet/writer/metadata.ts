@@ -20,10 +20,11 @@ export type ConvertedType =
   | "INT_32"
   | "INT_64"
   | "JSON"
+export type TimeUnit = "MILLIS" | "MICROS" | "NANOS"
 export type LogicalAnnotation =
   | { readonly type: "STRING" | "LIST" | "DATE" | "JSON" | "UUID" | "ENUM" }
   | { readonly type: "DECIMAL"; readonly precision: number; readonly scale: number }
-  | { readonly type: "TIME" | "TIMESTAMP"; readonly isAdjustedToUTC: boolean; readonly unit: "MICROS" }
+  | { readonly type: "TIME" | "TIMESTAMP"; readonly isAdjustedToUTC: boolean; readonly unit: TimeUnit }
   | { readonly type: "INTEGER"; readonly bitWidth: 8 | 16 | 32 | 64; readonly isSigned: boolean }
 
 /** A node of the schema tree, depth first; fields absent when parquet.thrift leaves them unset. */
@@ -111,6 +112,8 @@ const ENCODING: Record<Encoding, number> = { PLAIN: 0, RLE: 3, RLE_DICTIONARY: 8
 const PAGE_TYPE = { DATA_PAGE: 0, DICTIONARY_PAGE: 2 } as const
 
 // LogicalType is a Thrift union: the field id says which member is set.
+/** TimeUnit is a thrift union: the field set names the unit. */
+const TIME_UNIT_FIELD: Record<TimeUnit, number> = { MILLIS: 1, MICROS: 2, NANOS: 3 }
 const LOGICAL_FIELD = { STRING: 1, LIST: 3, ENUM: 4, DECIMAL: 5, DATE: 6, TIME: 7, TIMESTAMP: 8, INTEGER: 10, JSON: 12, UUID: 14 } as const
 
 const writeLogical = (thrift: ThriftWriter, logical: LogicalAnnotation): void => {
@@ -123,8 +126,7 @@ const writeLogical = (thrift: ThriftWriter, logical: LogicalAnnotation): void =>
       case "TIME":
       case "TIMESTAMP":
         thrift.bool(1, logical.isAdjustedToUTC)
-        // TimeUnit is a union too: MILLIS 1, MICROS 2, NANOS 3.
-        thrift.struct(2, () => thrift.struct(2, () => undefined))
+        thrift.struct(2, () => thrift.struct(TIME_UNIT_FIELD[logical.unit], () => undefined))
         break
       case "INTEGER":
         thrift.i8(1, logical.bitWidth)

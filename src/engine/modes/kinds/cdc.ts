@@ -1,0 +1,252 @@
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { numbersEveryPart } from "../../../config/partition.js"
+import { DurationMs } from "../../../core/duration.js"
+import { ConfigError } from "../../../core/errors.js"
+import { changePartName, partNamePattern } from "../../../core/naming.js"
+import type { ChangeFeed, ChangeRequest, FeedEnd, SourceChanges } from "../../../core/plugin.js"
+import { runAttempt, retryUnit } from "../attempt.js"
+import { baseQuery, type ExportContext, outputSchemaOf } from "../context.js"
+import { defineMode } from "../define.js"
+import { planFingerprint } from "../fingerprint.js"
+import type { ModeOutcome, PreparedMode, RunJournal } from "../mode.js"
+import { planHeader, plannedColumns } from "../planning.js"
+
+/** What PostgreSQL accepts as a slot name: lower-case letters, digits and `_`, at most 63 characters. */
+const SlotName = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9_]{1,63}$/, {
+    message: (issue) =>
+      `${JSON.stringify(issue.actual)} is not a replication slot name: PostgreSQL's are 1 to 63 lower-case letters, digits or underscores (e.g. rivet_orders)`
+  })
+)
+
+const CdcBlock = Schema.Struct({
+  slot: Schema.optional(SlotName.annotations({ description: "cdc: the replication slot (default rivet_<export>), created on the first run." })),
+  publication: Schema.optional(
+    Schema.NonEmptyString.annotations({ description: "cdc: the publication (default rivet_<export>), created FOR TABLE on the first run if missing." })
+  ),
+  initial: Schema.optional(
+    Schema.Literal("snapshot", "none").annotations({
+      description: "cdc: snapshot (default) exports the table's rows on the slot's snapshot first; none starts with the changes from the first run on."
+    })
+  ),
+  until_current: Schema.optional(
+    Schema.Boolean.annotations({
+      description:
+        "cdc: true (default) reads up to the log position at the run's start, publishes and exits; false keeps reading, publishing a window every commit_interval (or max_events changes) until SIGTERM, as rivet run --follow does."
+    })
+  ),
+  commit_interval: Schema.optional(
+    DurationMs.annotations({ description: "cdc, reading continuously: a window is published at the first transaction boundary after this long (default 60s)." })
+  ),
+  rollover: Schema.optional(
+    Schema.Int.pipe(Schema.positive()).annotations({ description: "cdc: changes per part at most (max_file_size applies too)." })
+  ),
+  max_events: Schema.optional(
+    Schema.Int.pipe(Schema.positive()).annotations({
+      description: "cdc: a run stops at the first transaction boundary after this many changes (a soft cap)."
+    })
+  )
+})
+
+const keys = Schema.Struct({
+  cdc: Schema.optional(CdcBlock.annotations({ description: "mode: cdc: the change log (slot, publication, first run, run length)." }))
+})
+
+interface CdcSettings {
+  readonly kind: "cdc"
+  readonly slot?: string | undefined
+  readonly publication?: string | undefined
+  readonly initial: "snapshot" | "none"
+  readonly untilCurrent: boolean
+  readonly rollover?: number | undefined
+  readonly maxEvents?: number | undefined
+  readonly commitIntervalMs: number
+}
+
+const DEFAULT_COMMIT_INTERVAL_MS = 60_000
+
+/** `rivet_<export>` in the characters a slot name may have. */
+export const defaultLogName = (exportName: string): string =>
+  `rivet_${exportName.toLowerCase().replace(/[^a-z0-9_]/g, "_")}`.slice(0, 63)
+
+/** The column the published position is stored under in the state. */
+const POSITION = "__pos"
+
+/** The change log request of an export, continuing after `from`. */
+export const changeRequestOf = (
+  ctx: Pick<ExportContext, "spec" | "follow">,
+  settings: CdcSettings,
+  from: string | undefined
+): ChangeRequest => {
+  const { spec, follow } = ctx
+  const fallback = defaultLogName(spec.name)
+  return {
+    exportName: spec.name,
+    table: spec.table!,
+    slot: settings.slot ?? fallback,
+    publication: settings.publication ?? fallback,
+    from,
+    snapshot: from === undefined && settings.initial === "snapshot",
+    // Reading continuously, a run is one window: up to commit_interval, or until the stop request.
+    untilCurrent: follow === undefined,
+    windowMs: follow === undefined ? undefined : settings.commitIntervalMs,
+    stop: follow?.stop,
+    maxEvents: settings.maxEvents,
+    batchSize: spec.batchSize,
+    columnTypes: spec.columnTypes
+  }
+}
+
+const changesOf = (ctx: ExportContext): Effect.Effect<SourceChanges, ConfigError> =>
+  ctx.source.changes === undefined
+    ? Effect.fail(
+        new ConfigError({
+          path: `export '${ctx.spec.name}'.mode`,
+          message: `the ${ctx.source.label} source cannot read a change log (mode: cdc)`,
+          hint: "use a source with change data capture (postgres), or another mode"
+        })
+      )
+    : Effect.succeed(ctx.source.changes)
+
+/** The published position in the state; a cursor of another mode (the export's mode changed) starts over. */
+const storedPosition = (ctx: ExportContext) =>
+  Effect.gen(function* () {
+    const stored = Option.getOrUndefined(yield* ctx.state.cursor(ctx.spec.name))
+    if (stored === undefined) return undefined
+    if (stored.column === POSITION) return stored.value
+    yield* ctx.reporter.notice(ctx.spec.name, `the stored cursor is on column '${stored.column}', not a change-log position: starting the change log anew`)
+    return undefined
+  })
+
+/** What the user learns when a run ended before the log's current position. */
+const endNotice = (end: FeedEnd, position: string): string | undefined => {
+  if (end._tag === "MaxEvents") return `stopped at max_events, at the transaction boundary ${position}: the next run continues from there`
+  if (end._tag === "SchemaChanged") {
+    return `${end.detail}: this run ends at ${position}, before the change; the next run writes the new columns (on_schema_drift applies)`
+  }
+  return undefined
+}
+
+/**
+ * One run of the change log: the snapshot on the first run, then every change after the published position up to
+ * the target, through the export's format and destination as one unit; its parts are named by the position the run
+ * started after, so a run repeated after a crash overwrites what the crashed one left. The position reached is stored
+ * with the run, and only once it is recorded is it confirmed to the source.
+ */
+const prepareCdc = Effect.fn("Modes.cdc")(function* (ctx: ExportContext, settings: CdcSettings) {
+  const changes = yield* changesOf(ctx)
+  const fingerprint = planFingerprint(ctx, {
+    mode: "cdc",
+    slot: settings.slot ?? null,
+    publication: settings.publication ?? null,
+    initial: settings.initial
+  })
+  const execute = (journal: RunJournal) =>
+    Effect.gen(function* () {
+      const from = yield* storedPosition(ctx)
+      const request = changeRequestOf(ctx, settings, from)
+      let feed: ChangeFeed | undefined
+      const open = Effect.map(changes.open(request), (opened) => {
+        feed = opened
+        return { schema: opened.schema, batches: opened.batches }
+      })
+      const outcome = yield* retryUnit(
+        ctx,
+        "the change log",
+        runAttempt(ctx, {
+          unit: { kind: "query", index: 0 },
+          query: baseQuery(ctx.spec),
+          open,
+          rowsPerPart: settings.rollover,
+          runId: journal.runId,
+          runStartedAt: journal.startedAt,
+          keyOf: (part) => changePartName(ctx.spec.name, request.snapshot, feed!.from, ctx.format.extension, part)
+        })
+      )
+      const reached = yield* feed!.reached
+      const notice = endNotice(reached.end, reached.position)
+      if (notice !== undefined) yield* ctx.reporter.notice(ctx.spec.name, notice)
+      const result: ModeOutcome = {
+        parts: outcome.parts,
+        unrecorded: outcome.parts,
+        schema: outcome.schema,
+        sourceRows: outcome.sourceRows,
+        cursor: { column: POSITION, value: reached.position, type: "lsn" },
+        statements: [],
+        afterRecorded: changes.confirm(request, reached.position)
+      }
+      return result
+    })
+  return {
+    checkpointed: false,
+    fingerprint,
+    plan: Effect.gen(function* () {
+      const from = yield* storedPosition(ctx)
+      const request = changeRequestOf(ctx, settings, from)
+      const status = yield* changes.inspect(request)
+      // The change columns then the table's, as the source would open the feed now (describing the table alone
+      // would leave the change columns out); none when the source cannot tell.
+      const columns = status.schema === undefined ? undefined : yield* plannedColumns(ctx, yield* outputSchemaOf(ctx, status.schema))
+      return {
+        ...planHeader(ctx, fingerprint),
+        statements: [],
+        ...(columns ? { columns } : {}),
+        estimated_rows: null,
+        changes: {
+          slot: request.slot,
+          publication: request.publication,
+          from: from ?? null,
+          snapshot: request.snapshot,
+          slot_confirmed: status.slot?.confirmed ?? null,
+          current: status.current ?? null,
+          pending_bytes: status.slot?.retainedBytes ?? null
+        },
+        naming: partNamePattern("changes", ctx.spec.name, ctx.format.extension, numbersEveryPart(ctx.spec))
+      }
+    }),
+    estimate: () => Effect.succeed(null),
+    execute
+  } satisfies PreparedMode
+})
+
+export const cdcMode = defineMode({
+  kind: "cdc",
+  summary: "cdc (the table's changes from the database's change log, exactly once)",
+  keys,
+  tracksCursor: true,
+  writesSeveralParts: true,
+  followable: true,
+  read: (decoded, { path, hasTable, hasQuery }) => {
+    // An export with neither table nor query already has its own error.
+    if (!hasTable && hasQuery) {
+      return Either.left([
+        new ConfigError({
+          path: `${path}.query`,
+          message: "mode: cdc reads the changes of one table, named with table: (a query's rows have no change log)",
+          hint: "table: schema.name"
+        })
+      ])
+    }
+    const block = decoded.cdc ?? {}
+    return Either.right({
+      kind: "cdc" as const,
+      slot: block.slot,
+      publication: block.publication,
+      initial: block.initial ?? "snapshot",
+      untilCurrent: block.until_current ?? true,
+      rollover: block.rollover,
+      maxEvents: block.max_events,
+      commitIntervalMs: block.commit_interval ?? DEFAULT_COMMIT_INTERVAL_MS
+    })
+  },
+  behaviour: (settings) => ({
+    prepare: (ctx) => prepareCdc(ctx, settings),
+    continuous: !settings.untilCurrent,
+    // A slot has one reading position: two exports on one slot would each release the other's changes.
+    claims: (exportName) => [`replication slot ${settings.slot ?? defaultLogName(exportName)}`],
+    changeLog: (spec) => changeRequestOf({ spec }, settings, undefined)
+  })
+})

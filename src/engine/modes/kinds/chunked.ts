@@ -1,0 +1,77 @@
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { ConfigError } from "../../../core/errors.js"
+import { ColumnName } from "../../../config/model.js"
+import { prepareChunked } from "../chunked.js"
+import { defineMode } from "../define.js"
+import { checkpointFields, checkpointSettings, noCheckpointNote } from "./checkpoint-keys.js"
+
+const DEFAULT_CHUNK_SIZE = 100_000
+/** Above this, `parallel` connections are more than most databases and destinations gain from. */
+const MANY_PARALLEL = 16
+
+const keys = Schema.Struct({
+  chunk_column: Schema.optional(
+    ColumnName.annotations({
+      description: "chunked: integer column the chunks split on (default: the table's single integer primary key)."
+    })
+  ),
+  chunk_size: Schema.optional(
+    Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be a whole number of at least 1" })).annotations({
+      description: "chunked: key values per chunk (default 100000)."
+    })
+  ),
+  parallel: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 64, { message: () => "must be a whole number from 1 to 64" })).annotations({
+      description: "chunked: chunks read at once, each on its own connection (default 1)."
+    })
+  ),
+  ...checkpointFields
+})
+
+export const chunkedMode = defineMode({
+  kind: "chunked",
+  summary: "chunked (key ranges, optionally in parallel)",
+  keys,
+  required: { keys: ["chunk_column"], withQuery: true },
+  writesSeveralParts: true,
+  distributable: true,
+  read: (decoded, { path, hasTable }) => {
+    if (decoded.chunk_column === undefined && !hasTable) {
+      return Either.left([
+        new ConfigError({
+          path: `${path}.chunk_column`,
+          message: "is required with mode: chunked when the export has a query instead of a table",
+          hint: "name the integer column to split on, e.g. chunk_column: id"
+        })
+      ])
+    }
+    return Either.right({
+      kind: "chunked" as const,
+      chunkColumn: decoded.chunk_column,
+      chunkSize: decoded.chunk_size ?? DEFAULT_CHUNK_SIZE,
+      parallel: decoded.parallel ?? 1,
+      ...checkpointSettings(decoded)
+    })
+  },
+  behaviour: (settings) => ({
+    prepare: (ctx) => prepareChunked(ctx, settings),
+    parallel: settings.parallel,
+    maxAttempts: settings.maxAttempts,
+    rowKeyColumns: [settings.chunkColumn ?? ""],
+    resumableWith: "chunk_checkpoint: true",
+    lint: ({ at }) => [
+      ...(settings.parallel <= MANY_PARALLEL
+        ? []
+        : [
+            {
+              severity: "warning" as const,
+              path: at("parallel"),
+              message: `parallel: ${settings.parallel} opens ${settings.parallel} source connections at once (plus one for planning), each running a query`,
+              hint: `check the database's max_connections and load; ${MANY_PARALLEL} or fewer is usually enough to keep a destination busy`
+            }
+          ]),
+      ...noCheckpointNote("chunked", "chunk", settings.checkpoint)(at)
+    ]
+  })
+})

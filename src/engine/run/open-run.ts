@@ -1,0 +1,73 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { ExportConfig } from "../../config/model.js"
+import { dateReader } from "../../core/clock.js"
+import { markerKeys } from "../../core/naming.js"
+import { FormatDriver, SinkDriver, SourceDriver } from "../../core/plugin.js"
+import { ProgressReporter } from "../../core/progress.js"
+import { DEFAULT_RETRY_POLICY } from "../../core/retry.js"
+import { StateStore } from "../../state/store.js"
+import { chunkRunnerFor } from "../lanes/runner.js"
+import { makeLiveProgress } from "../live-progress.js"
+import type { ExportContext } from "../modes/context.js"
+import { makeDriftCheck } from "../modes/drift.js"
+import { runIdentityOf } from "../modes/run-identity.js"
+import type { UnitContext } from "../modes/unit-context.js"
+import { QualityGates } from "../quality/gates.js"
+import { UploadLedger } from "../upload-cleanup.js"
+import type { ExportRun } from "./export-run.js"
+import type { TakenLease } from "./lease-step.js"
+import type { RunOptions } from "./run-options.js"
+
+/**
+ * What a run works with once it holds its lease: the cursor it starts from, the schema baseline, the quality gates
+ * (closed with the run's scope), the ledger of its uploads, and the export's context. The context's chunk runner is
+ * built from the unit context the context extends, so neither refers to itself.
+ */
+export const openExportRun = Effect.fn("Run.open")(function* (
+  spec: ExportConfig,
+  options: RunOptions,
+  startedAt: number,
+  taken: TakenLease
+) {
+  const state = yield* StateStore
+  const reporter = yield* ProgressReporter
+  const cursorFrom = Option.getOrNull(yield* state.cursor(spec.name))
+  const drift = yield* makeDriftCheck(spec, state, reporter)
+  const gates = spec.quality ? new QualityGates(spec.name, spec.quality) : undefined
+  yield* Effect.addFinalizer(() => Effect.sync(() => gates?.close()))
+  const uploads = new UploadLedger()
+  const sink = yield* SinkDriver
+  const source = yield* SourceDriver
+  const unitContext: UnitContext = {
+    spec,
+    source,
+    format: yield* FormatDriver,
+    sink,
+    reporter,
+    progress: yield* makeLiveProgress(spec.name, startedAt),
+    retry: options.retry ?? DEFAULT_RETRY_POLICY,
+    gates,
+    checkSchema: drift.check,
+    maskKey: options.maskKey,
+    // Only a destination with pending uploads to abort needs their keys (a partitioned run begins thousands).
+    uploads: sink.pendingUploads === undefined ? undefined : uploads
+  }
+  const ctx: ExportContext = {
+    ...unitContext,
+    state,
+    now: yield* dateReader,
+    worker: taken.worker,
+    follow: options.follow,
+    identity: runIdentityOf({
+      spec,
+      sourceType: options.sourceType,
+      sourceConfig: options.sourceConfig,
+      source,
+      destinationUri: sink.uri()
+    }),
+    chunkRunner: chunkRunnerFor(unitContext, options.lanes)
+  }
+  const keys = markerKeys(spec.name, spec.sharedDestination === true)
+  return { ctx, options, lease: taken.lease, startedAt, keys, cursorFrom, drift, uploads } satisfies ExportRun
+})
