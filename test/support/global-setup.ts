@@ -9,7 +9,7 @@ import postgres from "postgres"
 import type { TestProject } from "vitest/node"
 import { startEmbeddedServer } from "../../src/embedded-postgres/server.js"
 import { DEFAULT_MYSQL_URL, mysqlAnswers } from "./mysql-probe.js"
-import { logicalReplication } from "./replication.js"
+import { logicalReplication, slotsBeforeTests } from "./replication.js"
 
 const DEFAULT_PG_URL = "postgres://postgres@127.0.0.1:5432/test"
 
@@ -109,6 +109,10 @@ const findServices = async (): Promise<TestServices> => {
   const found = await findPostgres()
   const noLogical = await logicalReplication(found.url)
   if (noLogical !== undefined) console.warn(`Logical replication (CDC) tests SKIPPED: ${noLogical}`)
+  else {
+    const slots = await slotsBeforeTests(found.url, "rivet_e2e_")
+    if (slots !== undefined) console.log(slots)
+  }
   const mysqlUrl = await findMysql()
   const dropState = process.env["RIVET_TEST_STATE"] === "postgres" ? await keepStateIn(found.url) : undefined
   const teardown = async () => {

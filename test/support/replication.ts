@@ -145,3 +145,29 @@ export const dropSlots = async (url: string, prefix: string): Promise<void> => {
   }
   if (problems.length > 0) throw new Error(`dropSlots(${prefix}): ${problems.join("; ")}`)
 }
+
+/**
+ * What the server's replication slots cost before the tests start, as one line (undefined when there are none): an
+ * interrupted earlier run's or another program's slot holds WAL on the disk the tests write to, and counts against
+ * max_replication_slots, which the change-data-capture tests need. Inactive slots of the tests' own prefix (`prefix`)
+ * are dropped first: no test of this run can be using them yet.
+ */
+export const slotsBeforeTests = async (url: string, prefix: string): Promise<string | undefined> => {
+  const sql = connect(url)
+  try {
+    const dropped = await sql<Array<{ slot: string }>>`
+      SELECT slot_name::text AS slot, pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+      WHERE NOT active AND database = current_database() AND starts_with(slot_name::text, ${prefix})`
+    const [left] = await sql<Array<{ count: number; retained: string | null; max: string }>>`
+      SELECT count(*)::int AS count, pg_size_pretty(sum(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn))) AS retained,
+             current_setting('max_replication_slots') AS max
+      FROM pg_replication_slots`
+    const parts = [
+      ...(dropped.length > 0 ? [`dropped ${dropped.length} slot(s) an earlier test run left (${dropped.map((row) => row.slot).join(", ")})`] : []),
+      ...(left !== undefined && left.count > 0 ? [`${left.count} of ${left.max} slots in use, retaining ${left.retained ?? "0 bytes"} of WAL`] : [])
+    ]
+    return parts.length === 0 ? undefined : `Replication slots: ${parts.join("; ")}`
+  } finally {
+    await sql.end({ timeout: 1 })
+  }
+}
