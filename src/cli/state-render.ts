@@ -85,8 +85,14 @@ export const renderFiles = (parts: ReadonlyArray<CommittedPart>): string =>
 
 export const renderReset = (exportName: string, result: ResetOutcome) =>
   [
-    `State reset for export '${exportName}': ${result.cursor ? "cursor cleared" : "no cursor was set"}, ` +
-      `${result.abandonedRuns} unfinished run(s) abandoned.`,
+    ...[{ exportName, ...result }, ...(result.together ?? [])].map(
+      (cleared) =>
+        `State reset for export '${cleared.exportName}': ${cleared.cursor ? "cursor cleared" : "no cursor was set"}, ` +
+        `${cleared.abandonedRuns} unfinished run(s) abandoned.`
+    ),
+    ...(result.together === undefined || result.together.length === 0
+      ? []
+      : [`(${result.together.map((other) => `'${other.exportName}'`).join(", ")} read${result.together.length === 1 ? "s" : ""} the same replication slot: reset together.)`]),
     ...(result.droppedSlot === undefined
       ? []
       : [

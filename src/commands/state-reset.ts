@@ -19,6 +19,8 @@ export interface ResetOutcome extends StateCleared {
    * no change log). `snapshot`: the next run starts with the table's snapshot (`initial: snapshot`).
    */
   readonly droppedSlot?: { readonly name: string; readonly snapshot: boolean } | undefined
+  /** The other exports reading the slot with this one, reset with it (a slot's readers start again together). */
+  readonly together?: ReadonlyArray<{ readonly exportName: string } & StateCleared> | undefined
 }
 
 /** A plugin that misbehaved (the guard's PluginError) fails the reset like any error, rather than crashing it. */
@@ -32,16 +34,27 @@ const reported = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E |
  *
  * Order: the source is reached first, so an unreachable source fails the reset with nothing reset; then the state
  * (the lease check lives there: a running export keeps both its state and its slot); then the slot. A slot that
- * fails to drop after the state was reset is an error saying so: running the reset again drops it.
+ * fails to drop after the state was reset is an error saying so: running the reset again drops it. The other
+ * exports reading the same slot (`sharedRead`) are reset with it: without the slot, none of them could go on.
  */
 export const resetExport = <R>(
   config: RivetConfig,
   exportName: string,
-  clearState: Effect.Effect<StateCleared, RivetError, R>
+  clearStateOf: (exportName: string) => Effect.Effect<StateCleared, RivetError, R>
 ): Effect.Effect<ResetOutcome, RivetError, R> => {
   const spec = config.exports.find((candidate) => candidate.name === exportName)
   const changeLog = spec === undefined ? undefined : runnable(spec.mode).changeLog
-  if (spec === undefined || changeLog === undefined) return clearState
+  if (spec === undefined || changeLog === undefined) return clearStateOf(exportName)
+  const resource = spec.mode.sharedRead(spec.name, spec.table)?.resource
+  const others = config.exports.filter(
+    (other) => other.name !== exportName && resource !== undefined && other.mode.sharedRead(other.name, other.table)?.resource === resource
+  )
+  const clearState = Effect.gen(function* () {
+    const cleared = yield* clearStateOf(exportName)
+    if (others.length === 0) return cleared
+    const together = yield* Effect.forEach(others, (other) => Effect.map(clearStateOf(other.name), (result) => ({ exportName: other.name, ...result })))
+    return { ...cleared, together }
+  })
   const request = changeLog(spec)
   const sourceLayer = guardedSource({ kind: "source", type: config.source.plugin.type, exportName }, () =>
     config.source.make(pluginContext(config))

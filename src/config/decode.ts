@@ -24,7 +24,7 @@ import { type ColumnMask, readMasking } from "./masking.js"
 import { partitionOf } from "./partition.js"
 import { rustTypeHint } from "./rust-keys.js"
 import { exportKeys } from "./export-keys.js"
-import { decodeMode, keyModes, type ModeList } from "./mode.js"
+import { decodeMode, keyModes, type ModeList, type SharedRead } from "./mode.js"
 import { type PlacedExport, sharedDestinationExports, sharedDestinationProblems } from "./shared-destination.js"
 
 /**
@@ -332,7 +332,7 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
     const exports: Array<ExportConfig> = []
     const placed: Array<PlacedExport> = []
     const seen = new Map<string, number>()
-    const claimed = new Map<string, number>()
+    const sharing = new Map<string, Array<SharedReader>>()
     for (const [index, raw] of exportsList.entries()) {
       const decoded = yield* decodeExport(raw, index, input, problems, placed)
       if (!decoded) continue
@@ -349,17 +349,15 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
       }
       seen.set(decoded.name, index)
       exports.push(decoded)
-      for (const claim of decoded.mode.claims(decoded.name)) {
-        const owner = claimed.get(claim)
-        if (owner === undefined) claimed.set(claim, index)
-        else
-          problems.add(
-            new ConfigError({
-              path: `exports[${index}]`,
-              message: `export '${decoded.name}' would use ${claim}, which exports[${owner}] uses already`,
-              hint: "give each export its own (e.g. cdc.slot: rivet_<export>, the default)"
-            })
-          )
+      const read = decoded.mode.sharedRead(decoded.name, decoded.table)
+      if (read !== undefined) {
+        const reader = { index, name: decoded.name, read }
+        const earlier = sharing.get(read.resource)
+        if (earlier === undefined) sharing.set(read.resource, [reader])
+        else {
+          problems.add(...sharedReadProblems(reader, earlier))
+          earlier.push(reader)
+        }
       }
     }
     problems.add(...sharedDestinationProblems(placed, input.configDir))
@@ -392,3 +390,39 @@ export const decodeConfig = (input: DecodeInput): Effect.Effect<RivetConfig, Con
   Effect.flatMap(validateConfig(input), (result) =>
     Either.isRight(result) ? Effect.succeed(result.right) : Effect.fail(result.left[0]!)
   )
+
+interface SharedReader {
+  readonly index: number
+  readonly name: string
+  readonly read: SharedRead
+}
+
+/** Where an export reading a shared resource disagrees with the first export reading it, or repeats another's. */
+const sharedReadProblems = (reader: SharedReader, earlier: ReadonlyArray<SharedReader>): ReadonlyArray<ConfigError> => {
+  const { index, name, read } = reader
+  const first = earlier[0]!
+  const text = (value: unknown) => (value === undefined ? "unset" : JSON.stringify(value))
+  const differing = Object.entries(read.agree).flatMap(([key, value]) => {
+    const theirs = first.read.agree[key]
+    if (JSON.stringify(value) === JSON.stringify(theirs)) return []
+    return [
+      new ConfigError({
+        path: `exports[${index}].${key}`,
+        message: `export '${name}' reads ${read.resource} with export '${first.name}' (exports[${first.index}]), which has ${key} ${text(theirs)}, not ${text(value)}`,
+        hint: `the exports reading ${read.resource} share its ${key}: set the same value, or give this export its own`
+      })
+    ]
+  })
+  const same = Object.entries(read.distinct).flatMap(([key, value]) => {
+    const other = earlier.find((candidate) => JSON.stringify(candidate.read.distinct[key]) === JSON.stringify(value))
+    if (other === undefined) return []
+    return [
+      new ConfigError({
+        path: `exports[${index}].${key}`,
+        message: `export '${name}' reads ${read.resource} with export '${other.name}' (exports[${other.index}]), and both have ${key} ${text(value)}`,
+        hint: `each export reading ${read.resource} needs its own ${key}: give one of them its own`
+      })
+    ]
+  })
+  return [...differing, ...same]
+}

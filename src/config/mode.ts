@@ -48,11 +48,29 @@ export interface ExportMode {
   /** Its settings ask to keep reading without `--follow` (cdc `until_current: false`). */
   readonly continuous: boolean
   /**
-   * What the export uses on the server that no other export of the config may use (cdc: its replication slot), as
-   * phrases naming it: `replication slot rivet_orders`. Two exports claiming one are refused.
+   * What the export reads on the server that other exports of the config may read with it (cdc: its replication
+   * slot); undefined: nothing shared.
    */
-  readonly claims: (exportName: string) => ReadonlyArray<string>
+  readonly sharedRead: (exportName: string, table: SharedReadTable | undefined) => SharedRead | undefined
   readonly lint: (context: ModeLintContext) => ReadonlyArray<LintFinding>
+}
+
+/**
+ * A resource on the server several exports read at once (cdc: a replication slot, read once for all of them).
+ * Exports naming the same `resource` run side by side and are selected together; they must agree on each setting
+ * of `agree` and differ on each of `distinct` (config path → value).
+ */
+export interface SharedRead {
+  /** Names it in messages: `replication slot rivet_orders`. */
+  readonly resource: string
+  readonly agree: Readonly<Record<string, unknown>>
+  readonly distinct: Readonly<Record<string, unknown>>
+}
+
+/** The export's `table:`, as decoded, for `sharedRead`. */
+export interface SharedReadTable {
+  readonly schema?: string | undefined
+  readonly name: string
 }
 
 /**

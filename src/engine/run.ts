@@ -1,5 +1,6 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -13,7 +14,7 @@ import { leaseTtlFrom } from "./lease.js"
 import { resolveMaskKey } from "./masking.js"
 import { exportLayer, sourceLayer } from "./layers.js"
 import type { ModePlan } from "./plan/model.js"
-import { type BatchTransform, SourceDriver } from "../core/plugin.js"
+import { type BatchTransform, type SharedReader, SourceDriver } from "../core/plugin.js"
 import { type ExportResult, runExport } from "./pipeline.js"
 import type { RunOptions } from "./run/run-options.js"
 import { ProgressReporter } from "../core/progress.js"
@@ -103,6 +104,7 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
       hint: "select cdc exports with -e, or run without --follow"
     })
   }
+  const sharing = yield* sharingOf(config, selected)
   const reporter = yield* ProgressReporter
   // Without a source no export can run: fail once instead of once per export.
   const sourceContext = yield* Layer.build(sourceLayer(config, options.env))
@@ -122,12 +124,12 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
   }
   const runs: Array<ExportRun> = []
   /** One run of one export, reported; an interruption (Ctrl-C) stops everything. */
-  const runOnce = (spec: ExportConfig, follow: RunOptions["follow"]) =>
+  const runOnce = (spec: ExportConfig, follow: RunOptions["follow"], readers?: ReadonlyArray<SharedReader>) =>
     Effect.gen(function* () {
       const started = yield* Clock.currentTimeMillis
       const transform = options.transforms?.[spec.name]
       const plan = options.plans?.get(spec.name)
-      const exportOptions = { ...runOptions, ...(plan ? { plan } : {}), ...(follow ? { follow } : {}) }
+      const exportOptions = { ...runOptions, ...(plan ? { plan } : {}), ...(follow ? { follow } : {}), ...(readers ? { sharing: readers } : {}) }
       const exit = yield* runExport(transform ? { ...spec, transform } : spec, exportOptions).pipe(
         Effect.provide(exportLayer(config, spec, options.env, { encoderThread: options.encoderThread ?? true })),
         Effect.provide(sourceContext),
@@ -178,20 +180,76 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
     })
   const stop = options.stop ?? new AbortController().signal
   const continuous = (spec: ExportConfig) => spec.mode.followable && (options.follow === true || spec.mode.continuous)
-  for (const spec of selected.filter((spec) => !continuous(spec))) yield* runOnce(spec, undefined)
+  // One after another, but exports reading a shared resource together (side by side, at the first of them).
+  const ran = new Set<string>()
+  for (const spec of selected.filter((spec) => !continuous(spec))) {
+    if (ran.has(spec.name)) continue
+    const together = (sharing.get(spec.name) ?? [spec.name]).map((name) => selected.find((other) => other.name === name)!)
+    for (const member of together) ran.add(member.name)
+    yield* sideBySide(together, (member, readers) => runOnce(member, undefined, readers), sharing)
+  }
   // A continuous export runs window after window, each a published run, until `stop` aborts or a window fails;
   // several of them read side by side.
-  yield* Effect.forEach(
-    selected.filter(continuous),
-    (spec) =>
-      Effect.iterate(true, {
-        while: (succeeded) => succeeded && !stop.aborted,
-        body: () => runOnce(spec, { stop })
-      }),
-    { concurrency: "unbounded", discard: true }
+  yield* sideBySide(selected.filter(continuous), (spec, readers) =>
+    Effect.iterate(true, {
+      while: (succeeded) => succeeded && !stop.aborted,
+      body: () => runOnce(spec, { stop }, readers)
+    }),
+    sharing
   )
-  return runs
+  // In config order, whichever finished first.
+  const order = (run: ExportRun) => selected.findIndex((spec) => spec.name === (run._tag === "success" ? run.result.exportName : run.exportName))
+  return runs.sort((x, y) => order(x) - order(y))
 }, Effect.scoped)
+
+/**
+ * Runs `specs` side by side; each export reading a shared resource gets its readers (`sharing`), each of whose
+ * `ended` completes when that export's `run` has.
+ */
+const sideBySide = <E, R>(
+  specs: ReadonlyArray<ExportConfig>,
+  run: (spec: ExportConfig, readers: ReadonlyArray<SharedReader> | undefined) => Effect.Effect<unknown, E, R>,
+  sharing: ReadonlyMap<string, ReadonlyArray<string>>
+) =>
+  Effect.gen(function* () {
+    const ended = new Map<string, Deferred.Deferred<void>>()
+    for (const spec of specs) ended.set(spec.name, yield* Deferred.make<void>())
+    const readersOf = (spec: ExportConfig) =>
+      sharing.get(spec.name)?.map((name) => ({ exportName: name, ended: ended.has(name) ? Deferred.await(ended.get(name)!) : Effect.void }))
+    yield* Effect.forEach(specs, (spec) => Effect.ensuring(run(spec, readersOf(spec)), Deferred.succeed(ended.get(spec.name)!, undefined)), {
+      concurrency: "unbounded",
+      discard: true
+    })
+  })
+
+/**
+ * The exports reading a shared resource (`ExportMode.sharedRead`) with others, by export name: all of them, in config
+ * order. Selecting some of them and not the others is refused: they can only be read together.
+ */
+const sharingOf = (config: RivetConfig, selected: ReadonlyArray<ExportConfig>) => {
+  const byResource = new Map<string, Array<string>>()
+  for (const spec of config.exports) {
+    const resource = spec.mode.sharedRead(spec.name, spec.table)?.resource
+    if (resource !== undefined) byResource.set(resource, [...(byResource.get(resource) ?? []), spec.name])
+  }
+  const sharing = new Map<string, ReadonlyArray<string>>()
+  for (const [resource, names] of byResource) {
+    if (names.length < 2) continue
+    const chosen = names.filter((name) => selected.some((spec) => spec.name === name))
+    if (chosen.length > 0 && chosen.length < names.length) {
+      const left = names.filter((name) => !chosen.includes(name))
+      return Effect.fail(
+        new ConfigError({
+          path: "--export",
+          message: `export '${chosen[0]}' reads ${resource} together with ${left.map((name) => `'${name}'`).join(", ")}, which ${left.length === 1 ? "is" : "are"} not selected`,
+          hint: `select them together (${names.map((name) => `-e ${name}`).join(" ")}), or give the export its own`
+        })
+      )
+    }
+    for (const name of names) sharing.set(name, names)
+  }
+  return Effect.succeed(sharing)
+}
 
 /** The tagged error of a failed export; an unexpected defect (a plugin that threw) becomes a PluginError. */
 const errorOf = (cause: Cause.Cause<RivetError>, spec: ExportConfig): RivetError => {

@@ -58,8 +58,8 @@ describe("rivet doctor on mode: cdc exports", () => {
       "[OK]  Export customers",
       "[OK]  Destination Memory"
     ])
-    // The request is the export's: its slot, its publication (rivet_<export> by default).
-    expect(source.calls).toEqual(["check", "inspect orders_slot rivet_orders"])
+    // The request is the export's: its slot, and its publication (default: the slot's name).
+    expect(source.calls).toEqual(["check", "inspect orders_slot orders_slot"])
     expect(checks.map(checkJson).slice(2, 5)).toEqual([
       { name: "Change log orders (wal_level)", status: "ok", detail: "logical" },
       {

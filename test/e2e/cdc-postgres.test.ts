@@ -30,7 +30,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (unavailable !== undefined) return
   await dropSlots(testPgUrl(), PREFIX)
-  await sql.unsafe(`DROP TABLE IF EXISTS ${PREFIX}_orders, ${PREFIX}_gone, ${PREFIX}_follow, ${PREFIX}_shape`)
+  await sql.unsafe(`DROP TABLE IF EXISTS ${PREFIX}_orders, ${PREFIX}_gone, ${PREFIX}_follow, ${PREFIX}_shape, ${PREFIX}_sa, ${PREFIX}_sb`)
   await sql.end()
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
 })
@@ -157,6 +157,65 @@ describe.skipIf(unavailable !== undefined)("mode: cdc on PostgreSQL", () => {
     expect((await publishedChanges(out)).length).toBe(changes.length)
     expect(await slotConfirmed(table)).not.toBeUndefined()
     expect(stored).not.toBeUndefined()
+  }, 120_000)
+
+  it("two exports sharing a slot: one stream, each export its own table's changes; one export failing leaves the other to publish, and it catches up exactly once", async () => {
+    const [a, b] = [`${PREFIX}_sa`, `${PREFIX}_sb`]
+    const slot = `${PREFIX}_shared`
+    for (const table of [a, b]) await sql.unsafe(`DROP TABLE IF EXISTS ${table}; CREATE TABLE ${table} (${COLUMNS}); INSERT INTO ${table} ${rowValues(1, 100)}`)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-cdc-"))
+    dirs.push(dir)
+    const exportTo = (table: string) => ({ name: table, table, mode: "cdc", cdc: { slot, rollover: 300 }, format: "parquet", destination: { type: "local", path: table } })
+    const config = { source: { type: "postgres", url: testPgUrl() }, exports: [exportTo(a), exportTo(b)] }
+    const run = () => runExports(config as never, { configDir: dir })
+    const out = (table: string) => path.join(dir, table)
+    const walsenders = async () => Number((await sql.unsafe(`SELECT count(*)::int AS n FROM pg_stat_replication WHERE application_name = 'rivet'`))[0]!["n"])
+    const senders: Array<number> = []
+    const watch = setInterval(() => void walsenders().then((n) => senders.push(n), () => undefined), 20)
+    try {
+      const first = await run()
+      expect(first.map((result) => [result.exportName, result.status, result.rows])).toEqual([[a, "success", 100], [b, "success", 100]])
+      // Changes to both tables, some in one transaction together.
+      await sql.unsafe(`INSERT INTO ${a} ${rowValues(101, 400)}`)
+      await sql.begin(async (tx) => {
+        await tx.unsafe(`INSERT INTO ${b} ${rowValues(101, 250)}`)
+        await tx.unsafe(`UPDATE ${a} SET note = note || ' (u)' WHERE id % 5 = 0`)
+      })
+      await sql.unsafe(`DELETE FROM ${b} WHERE id % 7 = 0`)
+      const second = await run()
+      expect(second.map((result) => result.status)).toEqual(["success", "success"])
+    } finally {
+      clearInterval(watch)
+    }
+    // One replication connection at a time, for both exports (a slot takes one anyway: two would have failed).
+    expect(Math.max(...senders)).toBe(1)
+    const publication = await sql.unsafe(`SELECT tablename::text AS t FROM pg_publication_tables WHERE pubname = $1 ORDER BY 1`, [slot])
+    expect(publication.map((row) => row["t"])).toEqual([a, b])
+    for (const table of [a, b]) expect(fold(await publishedChanges(out(table)))).toEqual(await tableNow(table))
+    expect((await publishedChanges(out(a))).length).toBe(100 + 300 + 80)
+    expect((await publishedChanges(out(b))).length).toBe(100 + 150 + Math.floor(250 / 7))
+
+    // b's destination breaks (a file where its directory was): a publishes, b fails, the slot stays at b's position.
+    await sql.unsafe(`INSERT INTO ${a} ${rowValues(401, 450)}`)
+    await sql.unsafe(`INSERT INTO ${b} ${rowValues(251, 300)}`)
+    const confirmed = await slotConfirmed(slot)
+    fs.renameSync(out(b), `${out(b)}.kept`)
+    fs.writeFileSync(out(b), "not a directory")
+    await expect(run()).rejects.toThrow()
+    expect(await slotConfirmed(slot)).toBe(confirmed)
+    fs.rmSync(out(b))
+    fs.renameSync(`${out(b)}.kept`, out(b))
+    // The next run reads from b's position: b gets its 50 rows and more, a only what is new to it.
+    await sql.unsafe(`INSERT INTO ${a} ${rowValues(451, 460)}`)
+    const fourth = await run()
+    expect(fourth.map((result) => [result.status, result.rows])).toEqual([["success", 10], ["success", 50]])
+    for (const table of [a, b]) {
+      const changes = await publishedChanges(out(table))
+      expect(fold(changes)).toEqual(await tableNow(table))
+      const keys = changes.filter((change) => change["__op"] !== "snapshot").map((change) => `${String(change["__pos"])}/${String(change["__seq"])}`)
+      expect(new Set(keys).size).toBe(keys.length)
+    }
+    expect(await slotConfirmed(slot)).not.toBe(confirmed)
   }, 120_000)
 
   it("a slot dropped from outside is an error naming it and the way out; nothing is published", async () => {

@@ -108,9 +108,10 @@ const resetCommand = Command.make(
       Effect.gen(function* () {
         const scope = yield* scopeOf(config, Option.some(exportName), params)
         // Nothing to reset in a state file that does not exist yet; do not create one just to say so.
-        const clearState = scope.exists
-          ? withStore(scope, Effect.flatMap(StateStore, (store) => store.reset(exportName)))
-          : Effect.succeed({ cursor: false, abandonedRuns: 0 })
+        const clearState = (name: string) =>
+          scope.exists
+            ? withStore(scope, Effect.flatMap(StateStore, (store) => store.reset(name)))
+            : Effect.succeed({ cursor: false, abandonedRuns: 0 })
         // mode: cdc: the export's replication slot is dropped too (the source is reached first).
         const result = yield* resetExport(scope.loaded, exportName, clearState)
         yield* Console.log(renderReset(exportName, result))

@@ -16,6 +16,13 @@ import type { SourceError } from "../errors.js"
  */
 export type ChangePosition = string
 
+/** An export reading a shared resource (a slot) with others, as they see it. */
+export interface SharedReader {
+  readonly exportName: string
+  /** Completes once that export's run has ended: it will not open its feed any more (the others go on without it). */
+  readonly ended: Effect.Effect<void>
+}
+
 /** What one export asks of the change log. */
 export interface ChangeRequest {
   readonly exportName: string
@@ -24,6 +31,13 @@ export interface ChangeRequest {
   readonly slot: string
   /** The source's name for the set of tables logged for it (PostgreSQL: the publication). */
   readonly publication: string
+  /**
+   * When several exports of the config read the same `slot`: their names, this one's included, in config order.
+   * The source reads the log once for all of them once each has opened its feed (their runs go side by side), and
+   * each feed has its own table's changes; requests of one slot agree on everything but the export, table, `from`
+   * and column types. Absent: the export reads the slot alone.
+   */
+  readonly readers?: ReadonlyArray<SharedReader> | undefined
   /** Continue after this published position; absent on the first run, which starts the log. */
   readonly from?: ChangePosition | undefined
   /** First run: the table's rows as they were when the log started come first (`__op = snapshot`), then the changes. */

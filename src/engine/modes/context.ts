@@ -8,7 +8,7 @@ import { ConfigError, type RivetError, type SourceError } from "../../core/error
 import { maskedSchema } from "../masking.js"
 import { withMetaColumns } from "../meta-columns.js"
 import type { ChunkRunner } from "./chunk-work.js"
-import type { QueryBase, SourceDescription, SourceQuery } from "../../core/plugin.js"
+import type { QueryBase, SharedReader, SourceDescription, SourceQuery } from "../../core/plugin.js"
 import type { UnitContext } from "./unit-context.js"
 import type { WorkerJoin } from "../worker-join.js"
 import type { RunIdentity } from "./run-identity.js"
@@ -20,6 +20,11 @@ export interface ExportContext extends Omit<UnitContext, "lane"> {
   readonly now: () => Date
   /** The export runs continuously (`rivet run --follow`): this run reads one window, ending early once `stop` aborts. */
   readonly follow?: { readonly stop: AbortSignal } | undefined
+  /**
+   * The exports of the config whose mode reads the same shared resource as this one (`ExportMode.sharedRead`), this
+   * one included, in config order; they run side by side. Absent: the export reads alone.
+   */
+  readonly sharing?: ReadonlyArray<SharedReader> | undefined
   /** `rivet run --worker`: this process shares the run's units with other workers through the state store. */
   readonly worker?: WorkerJoin | undefined
   /**

@@ -29,7 +29,7 @@ export interface ModeBehaviour {
   readonly resumableWith?: string | undefined
   /** The settings ask to keep reading, a window a run (see `ModeSpec.followable`). */
   readonly continuous?: boolean | undefined
-  readonly claims?: ExportMode["claims"] | undefined
+  readonly sharedRead?: ExportMode["sharedRead"] | undefined
   readonly lint?: ((context: ModeLintContext) => ReadonlyArray<LintFinding>) | undefined
   readonly changeLog?: RunnableMode["changeLog"]
 }
@@ -71,7 +71,7 @@ export const defineMode = <const K extends string, F extends Schema.Struct.Field
       tracksCursor: spec.tracksCursor ?? false,
       followable: spec.followable ?? false,
       continuous: behaviour.continuous ?? false,
-      claims: behaviour.claims ?? (() => []),
+      sharedRead: behaviour.sharedRead ?? (() => undefined),
       lint: behaviour.lint ?? (() => []),
       prepare: behaviour.prepare,
       changeLog: behaviour.changeLog

@@ -59,6 +59,7 @@ export const openExportRun = Effect.fn("Run.open")(function* (
     now: yield* dateReader,
     worker: taken.worker,
     follow: options.follow,
+    sharing: options.sharing,
     identity: runIdentityOf({
       spec,
       sourceType: options.sourceType,

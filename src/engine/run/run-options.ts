@@ -1,3 +1,4 @@
+import type { SharedReader } from "../../core/plugin.js"
 import type { RetryPolicy } from "../../core/retry.js"
 import type { MaskKey } from "../masking.js"
 import type { LaneSettings } from "../lanes/runner.js"
@@ -26,4 +27,6 @@ export interface RunOptions {
   readonly maskKey?: MaskKey | undefined
   /** The export runs continuously: this run reads one window, ending early once `stop` aborts. */
   readonly follow?: { readonly stop: AbortSignal } | undefined
+  /** See `ExportContext.sharing`. */
+  readonly sharing?: ReadonlyArray<SharedReader> | undefined
 }

@@ -25,7 +25,9 @@ const SlotName = Schema.String.pipe(
 const CdcBlock = Schema.Struct({
   slot: Schema.optional(SlotName.annotations({ description: "cdc: the replication slot (default rivet_<export>), created on the first run." })),
   publication: Schema.optional(
-    Schema.NonEmptyString.annotations({ description: "cdc: the publication (default rivet_<export>), created FOR TABLE on the first run if missing." })
+    Schema.NonEmptyString.annotations({
+      description: "cdc: the publication (default: the slot's name), created FOR TABLE on the first run if missing (for every table of the exports sharing the slot)."
+    })
   ),
   initial: Schema.optional(
     Schema.Literal("snapshot", "none").annotations({
@@ -75,19 +77,23 @@ export const defaultLogName = (exportName: string): string =>
 /** The column the published position is stored under in the state. */
 const POSITION = "__pos"
 
+const slotOf = (exportName: string, settings: CdcSettings): string => settings.slot ?? defaultLogName(exportName)
+
+const publicationOf = (exportName: string, settings: CdcSettings): string => settings.publication ?? slotOf(exportName, settings)
+
 /** The change log request of an export, continuing after `from`. */
 export const changeRequestOf = (
-  ctx: Pick<ExportContext, "spec" | "follow">,
+  ctx: Pick<ExportContext, "spec" | "follow" | "sharing">,
   settings: CdcSettings,
   from: string | undefined
 ): ChangeRequest => {
-  const { spec, follow } = ctx
-  const fallback = defaultLogName(spec.name)
+  const { spec, follow, sharing } = ctx
   return {
     exportName: spec.name,
     table: spec.table!,
-    slot: settings.slot ?? fallback,
-    publication: settings.publication ?? fallback,
+    slot: slotOf(spec.name, settings),
+    publication: publicationOf(spec.name, settings),
+    readers: sharing !== undefined && sharing.length > 1 ? sharing : undefined,
     from,
     snapshot: from === undefined && settings.initial === "snapshot",
     // Reading continuously, a run is one window: up to commit_interval, or until the stop request.
@@ -119,6 +125,22 @@ const storedPosition = (ctx: ExportContext) =>
     if (stored.column === POSITION) return stored.value
     yield* ctx.reporter.notice(ctx.spec.name, `the stored cursor is on column '${stored.column}', not a change-log position: starting the change log anew`)
     return undefined
+  })
+
+/**
+ * What the slot may be confirmed up to once this export recorded `reached`: the least position the exports reading
+ * the slot have published (positions are zero-padded, so text order is log order); none while one has published none.
+ */
+const confirmable = (ctx: ExportContext, reached: string) =>
+  Effect.gen(function* () {
+    let least = reached
+    for (const name of ctx.sharing ?? []) {
+      if (name.exportName === ctx.spec.name) continue
+      const stored = Option.getOrUndefined(yield* ctx.state.cursor(name.exportName))
+      if (stored?.column !== POSITION) return undefined
+      if (stored.value < least) least = stored.value
+    }
+    return least
   })
 
 /** What the user learns when a run ended before the log's current position. */
@@ -176,7 +198,9 @@ const prepareCdc = Effect.fn("Modes.cdc")(function* (ctx: ExportContext, setting
         sourceRows: outcome.sourceRows,
         cursor: { column: POSITION, value: reached.position, type: "lsn" },
         statements: [],
-        afterRecorded: changes.confirm(request, reached.position)
+        afterRecorded: Effect.flatMap(confirmable(ctx, reached.position), (position) =>
+          position === undefined ? Effect.void : changes.confirm(request, position)
+        )
       }
       return result
     })
@@ -245,8 +269,18 @@ export const cdcMode = defineMode({
   behaviour: (settings) => ({
     prepare: (ctx) => prepareCdc(ctx, settings),
     continuous: !settings.untilCurrent,
-    // A slot has one reading position: two exports on one slot would each release the other's changes.
-    claims: (exportName) => [`replication slot ${settings.slot ?? defaultLogName(exportName)}`],
+    // Exports naming one slot read it once, together: one stream, one stop rule, one publication.
+    sharedRead: (exportName, table) => ({
+      resource: `replication slot ${slotOf(exportName, settings)}`,
+      agree: {
+        "cdc.publication": publicationOf(exportName, settings),
+        "cdc.initial": settings.initial,
+        "cdc.until_current": settings.untilCurrent,
+        "cdc.commit_interval": settings.commitIntervalMs,
+        "cdc.max_events": settings.maxEvents
+      },
+      distinct: { table: table === undefined ? undefined : [table.schema, table.name].filter((part) => part !== undefined).join(".") }
+    }),
     changeLog: (spec) => changeRequestOf({ spec }, settings, undefined)
   })
 })

@@ -8,6 +8,7 @@ import { tableOf } from "../../../core/plugin.js"
 import type { PostgresConfig } from "./config.js"
 import { addressOf, type ErrorContext, fromPostgres, type ResolvedUrl, sourceError, targetOf } from "./errors.js"
 import { postgresChanges } from "./cdc/changes.js"
+import { makeSharedOpen } from "./cdc/shared.js"
 import { estimateQueryRows } from "./estimate.js"
 import { describeQuery, queryBounds } from "./inspect.js"
 import { openRendered } from "./rendered.js"
@@ -172,6 +173,7 @@ export const makePostgresDriver = (
       return yield* estimateQueryRows(pool, query, settings, yield* queryContext(query))
     })
 
+    const feedSetup = { pool, target, applicationName: config.application_name, settings, context: errors }
     return {
       label: "Postgres",
       displayUrl,
@@ -184,6 +186,6 @@ export const makePostgresDriver = (
       bounds,
       render: renderForDisplay,
       estimateRows,
-      changes: postgresChanges({ pool, target, applicationName: config.application_name, settings, context: errors })
+      changes: postgresChanges(feedSetup, yield* makeSharedOpen(feedSetup))
     }
   })

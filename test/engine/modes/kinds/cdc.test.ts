@@ -33,18 +33,33 @@ describe("mode: cdc keys", () => {
       expect([orders!.mode.followable, orders!.mode.continuous]).toEqual([true, false])
       expect(live!.mode.settings).toMatchObject({ untilCurrent: false, commitIntervalMs: 5_000, slot: "live_slot" })
       expect(live!.mode.continuous).toBe(true)
-      expect(orders!.mode.claims("orders")).toEqual(["replication slot rivet_orders"])
+      expect(orders!.mode.sharedRead("orders", { schema: "public", name: "orders" })).toMatchObject({
+        resource: "replication slot rivet_orders",
+        agree: { "cdc.publication": "rivet_orders", "cdc.until_current": true }
+      })
     })
   )
 
-  it.effect("refused: two exports on one slot, a query, a slot name PostgreSQL would not take, cdc keys in another mode", () =>
+  it.effect("refused: one table twice on a shared slot, settings a shared slot's exports disagree on, a query, a slot name PostgreSQL would not take, cdc keys in another mode", () =>
     Effect.gen(function* () {
-      expect(yield* problems([cdcExport("a", { cdc: { slot: "shared" } }), cdcExport("b", { cdc: { slot: "shared" } })])).toEqual([
-        "exports[1]: export 'b' would use replication slot shared, which exports[0] uses already"
+      // Exports of different tables share a slot (and its publication, named after it).
+      const shared = { cdc: { slot: "shared" } }
+      expect(yield* problems([cdcExport("a", shared), { ...cdcExport("b", shared), table: "public.items" }])).toEqual([])
+      expect(yield* problems([cdcExport("a", shared), cdcExport("b", shared), { ...cdcExport("c", shared), table: "public.orders" }])).toEqual([
+        "exports[1].table: export 'b' reads replication slot shared with export 'a' (exports[0]), and both have table \"public.orders\"",
+        "exports[2].table: export 'c' reads replication slot shared with export 'a' (exports[0]), and both have table \"public.orders\""
       ])
-      // Default slot names come from the export name: these two would collide.
+      const disagree = yield* problems([
+        cdcExport("a", { cdc: { slot: "shared", until_current: false } }),
+        { ...cdcExport("b", { cdc: { slot: "shared", publication: "other" } }), table: "public.items" }
+      ])
+      expect(disagree).toEqual([
+        "exports[1].cdc.publication: export 'b' reads replication slot shared with export 'a' (exports[0]), which has cdc.publication \"shared\", not \"other\"",
+        "exports[1].cdc.until_current: export 'b' reads replication slot shared with export 'a' (exports[0]), which has cdc.until_current false, not true"
+      ])
+      // Default slot names come from the export name: these two would read one slot for one table.
       expect(yield* problems([cdcExport("a-b"), cdcExport("a_b")])).toEqual([
-        "exports[1]: export 'a_b' would use replication slot rivet_a_b, which exports[0] uses already"
+        "exports[1].table: export 'a_b' reads replication slot rivet_a_b with export 'a-b' (exports[0]), and both have table \"public.orders\""
       ])
       const query = yield* problems([{ name: "q", query: "select 1", mode: "cdc", destination: { type: "local", path: "out" } }])
       expect(query).toEqual(["exports[0].query: mode: cdc reads the changes of one table, named with table: (a query's rows have no change log)"])

@@ -1,5 +1,5 @@
 import type { Duplex } from "node:stream"
-import type { Batch, BatchSchema } from "../../../../core/batch.js"
+import { type Batch, batchByteLength, type BatchSchema } from "../../../../core/batch.js"
 import type { FeedEnd } from "../../../../core/plugin.js"
 import { type ChangeTarget, PgoutputDecoder, parseRelation, type Relation } from "./pgoutput.js"
 import { lsnAt } from "./positions.js"
@@ -97,33 +97,71 @@ class Messages {
 
 const STATUS_INTERVAL_MS = 1000
 
+/** Batches an outlet may hold unread before the reader waits for its consumer (each at most `batchBytes`). */
+const OUTLET_BATCHES = 8
+
+/** One table's share of the stream: whose rows go where, and from which position they are new. */
+export interface OutletSpec {
+  readonly planner: TablePlanner
+  /**
+   * The outlet's published position: transactions committed at or before it are skipped (read again only because
+   * another outlet of the stream published less).
+   */
+  readonly from: number
+  /** The schema already given (a snapshot's): Relation messages must match it. */
+  readonly schema: BatchSchema | undefined
+}
+
+class Outlet {
+  readonly queue: Array<Batch> = []
+  schema: BatchSchema | undefined
+  /** Its relation's planned target, held while its transactions are skipped (defined once they are new). */
+  held: { readonly relation: Relation; readonly target: ChangeTarget } | undefined
+  oid: number | undefined
+  skipping: boolean
+  /** Its consumer waits for a batch. */
+  waiting = false
+  /** Its consumer gave up: its rows are dropped, and it holds no one up. */
+  detached = false
+  drained: (() => void) | undefined
+
+  constructor(readonly spec: OutletSpec) {
+    this.schema = spec.schema
+    this.skipping = true
+  }
+}
+
+/**
+ * Reads one replication stream for one or more tables (outlets), each table's batches queued for its own consumer.
+ * Whichever consumer asks pumps the stream for all; an outlet holding OUTLET_BATCHES unread batches pauses the
+ * pump until its consumer takes one, so the slowest consumer sets the pace and memory stays bounded.
+ */
 export class ChangeReader {
   private readonly messages: Messages
   private readonly decoder: PgoutputDecoder
-  private readonly queue: Array<Batch> = []
-  private schema: BatchSchema | undefined
+  private readonly outlets: ReadonlyArray<Outlet>
   private ended: { position: number; end: FeedEnd } | undefined
   private lastEnd: number
   private lastMessageAt = Date.now()
   private readonly timer: ReturnType<typeof setInterval>
+  private pumping: Promise<void> | undefined
+  private failure: { readonly cause: unknown } | undefined
 
   private readonly stream: Duplex
 
   constructor(
     replication: Replication,
-    /** The published position: all the slot may release, and where a feed with no change ends. */
+    /** Where the stream started: all the slot may release, and where a feed with no change ends. */
     private readonly confirmed: number,
-    private readonly planner: TablePlanner,
+    outlets: ReadonlyArray<OutletSpec>,
     private readonly stop: StopRule,
-    options: { readonly batchRows: number; readonly batchBytes: number },
-    /** The schema already given (a snapshot's): Relation messages must match it. */
-    schema: BatchSchema | undefined
+    options: { readonly batchRows: number; readonly batchBytes: number }
   ) {
     this.stream = replication.stream
     this.messages = new Messages(replication.stream, replication.ended)
     const stream = replication.stream
     this.decoder = new PgoutputDecoder(options)
-    this.schema = schema
+    this.outlets = outlets.map((spec) => new Outlet(spec))
     this.lastEnd = confirmed
     // Status updates keep the walsender from timing out while the pipeline is slow, and ask it, when nothing
     // arrives, how far it has sent: a keepalive past the target ends a feed whose last change came earlier.
@@ -135,17 +173,71 @@ export class ChangeReader {
     stream.write(statusUpdate(this.confirmed, true))
   }
 
-  /** The schema of the feed: the given one, else the first Relation message's (read ahead), else `fallback`. */
-  async firstSchema(fallback: () => Promise<BatchSchema>): Promise<BatchSchema> {
-    while (this.schema === undefined && this.ended === undefined) await this.readUntil(() => this.schema !== undefined)
-    this.schema ??= await fallback()
-    return this.schema
+  /**
+   * The schema of each outlet: the given one, else its first Relation message's, read ahead until every outlet has
+   * one, the feed ends, or the outlets hold `readAheadBytes` of batches; else `fallback(i)`.
+   */
+  async schemas(fallback: (outlet: number) => Promise<BatchSchema>, readAheadBytes: number): Promise<ReadonlyArray<BatchSchema>> {
+    await this.readUntil(() => this.outlets.every((outlet) => outlet.schema !== undefined) || this.queuedBytes() >= readAheadBytes)
+    const schemas: Array<BatchSchema> = []
+    for (const [i, outlet] of this.outlets.entries()) schemas.push((outlet.schema ??= await fallback(i)))
+    return schemas
   }
 
-  /** The next batch, or undefined once the feed has ended. */
-  async next(): Promise<Batch | undefined> {
-    while (this.queue.length === 0 && this.ended === undefined) await this.readUntil(() => this.queue.length > 0)
-    return this.queue.shift()
+  /** Outlet `i`'s next batch, or undefined once the feed has ended. */
+  async next(i: number): Promise<Batch | undefined> {
+    const outlet = this.outlets[i]!
+    for (;;) {
+      const batch = outlet.queue.shift()
+      if (batch !== undefined) {
+        const drained = outlet.drained
+        outlet.drained = undefined
+        drained?.()
+        return batch
+      }
+      if (this.failure !== undefined) throw this.failure.cause
+      if (this.ended !== undefined) return undefined
+      outlet.waiting = true
+      this.pumping ??= this.pump().finally(() => (this.pumping = undefined))
+      await this.pumping.catch(() => undefined)
+      outlet.waiting = false
+    }
+  }
+
+  /** Outlet `i`'s consumer gave up: the others go on without it. */
+  detach(i: number): void {
+    const outlet = this.outlets[i]!
+    outlet.detached = true
+    outlet.queue.length = 0
+    const drained = outlet.drained
+    outlet.drained = undefined
+    drained?.()
+  }
+
+  /**
+   * Reads until a waiting consumer has a batch, the end, or an outlet is full: then it waits for that outlet's
+   * consumer to take one.
+   */
+  private async pump(): Promise<void> {
+    const full = this.outlets.find((outlet) => outlet.queue.length >= OUTLET_BATCHES)
+    if (full !== undefined) {
+      await new Promise<void>((resolve) => (full.drained = resolve))
+      return
+    }
+    try {
+      await this.readUntil(() =>
+        this.outlets.some((outlet) => (outlet.waiting && outlet.queue.length > 0) || outlet.queue.length >= OUTLET_BATCHES)
+      )
+    } catch (cause) {
+      this.failure ??= { cause }
+      throw cause
+    }
+  }
+
+  private queuedBytes(): number {
+    let bytes = 0
+    for (const outlet of this.outlets) for (const batch of outlet.queue) bytes += batchByteLength(batch)
+    return bytes
   }
 
   /**
@@ -153,7 +245,7 @@ export class ChangeReader {
    * when none is held and for planning a Relation: a promise per message costs more than decoding it.
    */
   private async readUntil(done: () => boolean): Promise<void> {
-    while (!done() && this.ended === undefined) {
+    while (!done() && this.ended === undefined && this.failure === undefined) {
       const message = this.messages.poll()
       if (message === undefined) await this.messages.wait()
       else {
@@ -163,8 +255,11 @@ export class ChangeReader {
     }
   }
 
-  get reached(): { readonly position: number; readonly end: FeedEnd } | undefined {
-    return this.queue.length === 0 ? this.ended : undefined
+  /** Where outlet `i`'s feed ended, once its last batch was taken: never before its own published position. */
+  reached(i: number): { readonly position: number; readonly end: FeedEnd } | undefined {
+    const outlet = this.outlets[i]!
+    if (outlet.queue.length > 0 || this.ended === undefined) return undefined
+    return { position: Math.max(this.ended.position, outlet.spec.from), end: this.ended.end }
   }
 
   close(): void {
@@ -180,7 +275,10 @@ export class ChangeReader {
 
   private drain(): void {
     for (const event of this.decoder.take()) {
-      if (event._tag === "Rows") this.queue.push(event.batch)
+      if (event._tag === "Rows") {
+        const outlet = this.outlets.find((candidate) => candidate.oid === event.oid)
+        if (outlet !== undefined && !outlet.detached) outlet.queue.push(event.batch)
+      }
       else if (event._tag === "Commit") this.committed(event.endLsn)
       if (this.ended !== undefined) return
     }
@@ -207,7 +305,10 @@ export class ChangeReader {
     this.lastMessageAt = Date.now()
     if (message[0] === 0x77) {
       // XLogData: 'w', start, end, send time; the pgoutput message from byte 25.
-      if (message[25] === 0x52) return this.relation(parseRelation(message, 25))
+      const kind = message[25]
+      if (kind === 0x52) return this.relation(parseRelation(message, 25))
+      // Begin: its final LSN (the commit's) tells whether the transaction is new to each outlet.
+      if (kind === 0x42 && message.length >= 34) this.begin(lsnAt(message, 26))
       this.decoder.message(message, 25, message.length)
       this.drain()
       return undefined
@@ -224,13 +325,35 @@ export class ChangeReader {
     }
   }
 
+  /** An outlet's transactions are new from the first one committing at or after its published position. */
+  private begin(commitLsn: number): void {
+    for (const outlet of this.outlets) {
+      if (!outlet.skipping || commitLsn < outlet.spec.from) continue
+      outlet.skipping = false
+      if (outlet.held !== undefined) this.define(outlet, outlet.held.relation, outlet.held.target)
+      outlet.held = undefined
+    }
+  }
+
   private async relation(relation: Relation): Promise<void> {
-    if (!this.planner.isExported(relation)) {
+    const outlet = this.outlets.find((candidate) => candidate.spec.planner.isExported(relation))
+    if (outlet === undefined) {
       this.decoder.define(relation, undefined)
       return
     }
-    const target = await this.planner.plan(relation)
-    if (this.schema !== undefined && !this.planner.sameSchema(this.schema, target.schema)) {
+    const target = await outlet.spec.planner.plan(relation)
+    outlet.oid = relation.oid
+    if (outlet.skipping) {
+      // Not written yet: its transactions are published already; the target waits for the first new one.
+      this.decoder.define(relation, undefined)
+      outlet.held = { relation, target }
+      return
+    }
+    this.define(outlet, relation, target)
+  }
+
+  private define(outlet: Outlet, relation: Relation, target: ChangeTarget): void {
+    if (outlet.schema !== undefined && !outlet.spec.planner.sameSchema(outlet.schema, target.schema)) {
       if (this.decoder.rowsInTransaction > 0) {
         throw new MidTransactionSchemaChange(
           `table ${relation.schema}.${relation.name} changed its columns inside a transaction that also changed its rows`
@@ -241,7 +364,7 @@ export class ChangeReader {
       this.finish(this.lastEnd, { _tag: "SchemaChanged", detail: `table ${relation.schema}.${relation.name} now has columns ${columns}` })
       return
     }
-    this.schema ??= target.schema
-    this.decoder.define(relation, { ...target, schema: this.schema })
+    outlet.schema ??= target.schema
+    this.decoder.define(relation, { ...target, schema: outlet.schema })
   }
 }

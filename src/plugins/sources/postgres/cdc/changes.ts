@@ -126,8 +126,10 @@ const inspect = (setup: FeedSetup, request: ChangeRequest) =>
     } satisfies ChangeLogStatus
   })
 
-export const postgresChanges = (setup: FeedSetup): SourceChanges => ({
-  open: (request) => openFeed(setup, request).pipe(Effect.withSpan("PostgresSource.changes.open")),
+/** `sharedOpen`: the driver's open for exports sharing a slot (shared.ts). */
+export const postgresChanges = (setup: FeedSetup, sharedOpen: SourceChanges["open"]): SourceChanges => ({
+  open: (request) =>
+    ((request.readers?.length ?? 1) > 1 ? sharedOpen(request) : openFeed(setup, request)).pipe(Effect.withSpan("PostgresSource.changes.open")),
   confirm: (request, position) => confirm(setup, request, position).pipe(Effect.withSpan("PostgresSource.changes.confirm")),
   inspect: (request) => inspect(setup, request).pipe(Effect.withSpan("PostgresSource.changes.inspect")),
   drop: (request) => attempt(setup, `dropping replication slot ${request.slot}`, () => dropSlot(setup.pool, request.slot))

@@ -1,6 +1,8 @@
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type postgres from "postgres"
 import { type Batch, batchFromColumns, type BatchSchema } from "../../../../core/batch.js"
@@ -134,18 +136,28 @@ export const whileSlotBusy = async <A>(run: () => Promise<A>): Promise<A> => {
   }
 }
 
-/** Where a feed starts, and what the server must create first. */
+/** Where the stream starts, what the server must create first, and from where each member's changes are new. */
 interface Start {
   readonly slot: "exists" | "create"
-  /** The published position; undefined when the slot's own starting point decides. */
+  /** Where replication starts; undefined: the slot's own starting point (a slot being created: its consistent point). */
   readonly from: number | undefined
+  /** Each member's published position (undefined: new with the slot, or the slot's confirmed position). */
+  readonly froms: ReadonlyArray<number | undefined>
 }
 
 const problem = (setup: FeedSetup, message: string, hint: string) => Effect.fail(sourceError(setup.context, message, { hint }))
 
-/** Checks the server, the publication and the slot against the stored position; creates the publication if missing. */
-const prepareServer = (setup: FeedSetup, request: ChangeRequest, table: QualifiedTable) =>
+/** `-e a -e b`, for a hint naming every export of a slot. */
+const exportFlags = (requests: ReadonlyArray<ChangeRequest>) => requests.map((request) => `-e ${request.exportName}`).join(" ")
+
+/**
+ * Checks the server, the publication and the slot against the stored positions of the exports reading the slot
+ * (`requests`: one, or several sharing it); creates the publication, for all their tables, if missing.
+ */
+const prepareServer = (setup: FeedSetup, requests: ReadonlyArray<ChangeRequest>, tables: ReadonlyArray<QualifiedTable>) =>
   Effect.gen(function* () {
+    const { slot: slotName, publication } = requests[0]!
+    const reset = `\`rivet state reset ${exportFlags(requests)}\``
     const [settings] = yield* attempt(setup, "reading server settings", () =>
       setup.pool.unsafe(`SELECT current_setting('wal_level') AS wal_level, current_setting('server_version_num')::int AS version`)
     )
@@ -157,15 +169,31 @@ const prepareServer = (setup: FeedSetup, request: ChangeRequest, table: Qualifie
         "run ALTER SYSTEM SET wal_level = logical and restart PostgreSQL (docs/modes/cdc.md, Setup)"
       )
     }
-    const covers = yield* attempt(setup, "reading the publication", () => publicationCovers(setup.pool, request.publication, table))
-    if (covers === "lacks") {
-      return yield* problem(
-        setup,
-        `publication ${request.publication} does not include table ${table.schema}.${table.name}`,
-        `add it (ALTER PUBLICATION ${request.publication} ADD TABLE ${table.schema}.${table.name}) or name another publication in cdc.publication`
-      )
+    const readerOf = new Map<string, string>()
+    for (const [i, table] of tables.entries()) {
+      const text = `${table.schema}.${table.name}`
+      const earlier = readerOf.get(text)
+      if (earlier !== undefined) {
+        return yield* problem(
+          setup,
+          `exports '${earlier}' and '${requests[i]!.exportName}' both read table ${text} from replication slot ${slotName}`,
+          "each export reading a shared slot needs its own table: give one of them its own cdc.slot"
+        )
+      }
+      readerOf.set(text, requests[i]!.exportName)
     }
-    if (covers === "missing") {
+    let missing = false
+    for (const table of tables) {
+      const covers = yield* attempt(setup, "reading the publication", () => publicationCovers(setup.pool, publication, table))
+      if (covers === "lacks") {
+        return yield* problem(
+          setup,
+          `publication ${publication} does not include table ${table.schema}.${table.name}`,
+          `add it (ALTER PUBLICATION ${publication} ADD TABLE ${table.schema}.${table.name}) or name another publication in cdc.publication`
+        )
+      }
+      missing = covers === "missing"
+      if (!missing) continue
       // A table published without a replica identity has its UPDATE and DELETE statements refused by PostgreSQL:
       // creating the publication would break the application's writes, not just this export.
       const identity = yield* attempt(setup, "reading the table's replica identity", () => replicaIdentity(setup.pool, table))
@@ -175,37 +203,56 @@ const prepareServer = (setup: FeedSetup, request: ChangeRequest, table: Qualifie
           `table ${table.schema}.${table.name} has no replica identity (no primary key): publishing it for mode: cdc would make ` +
             "PostgreSQL refuse its UPDATE and DELETE statements, so the publication was not created",
           `give it a primary key, or run ALTER TABLE ${tableText(table)} REPLICA IDENTITY FULL, then run again ` +
-            `(or create publication ${request.publication} yourself, e.g. WITH (publish = 'insert') for an insert-only table)`
+            `(or create publication ${publication} yourself, e.g. WITH (publish = 'insert') for an insert-only table)`
         )
       }
-      yield* attempt(setup, "creating the publication", () => createPublication(setup.pool, request.publication, table))
     }
-    const slot = yield* attempt(setup, "reading the replication slot", () => readSlot(setup.pool, request.slot))
-    const from = request.from === undefined ? undefined : parseLsn(request.from)
-    let start: Start
-    if (request.from !== undefined) {
+    if (missing) yield* attempt(setup, "creating the publication", () => createPublication(setup.pool, publication, tables))
+    const slot = yield* attempt(setup, "reading the replication slot", () => readSlot(setup.pool, slotName))
+    const confirmed = slot?.confirmed == null ? undefined : parseLsn(slot.confirmed)
+    const froms: Array<number | undefined> = []
+    for (const request of requests) {
+      if (request.from === undefined) {
+        froms.push(undefined)
+        continue
+      }
+      const from = parseLsn(request.from)
       if (from === undefined) return yield* problem(setup, `the stored position '${request.from}' is not a PostgreSQL LSN`, `\`rivet state reset -e ${request.exportName}\` starts the export again`)
       if (slot === undefined) {
         return yield* problem(
           setup,
-          `replication slot ${request.slot} no longer exists: the changes after position ${request.from} cannot be read`,
-          `\`rivet state reset -e ${request.exportName}\` starts the export again from a new snapshot (a slot dropped by hand, or invalidated by max_slot_wal_keep_size)`
+          `replication slot ${slotName} no longer exists: the changes after position ${request.from} cannot be read`,
+          `${reset} starts again from a new snapshot (a slot dropped by hand, or invalidated by max_slot_wal_keep_size)`
         )
       }
-      if (slot.confirmed !== null && parseLsn(slot.confirmed)! > from) {
+      if (confirmed !== undefined && confirmed > from) {
         return yield* problem(
           setup,
-          `replication slot ${request.slot} was advanced to ${slot.confirmed}, past the published position ${request.from}: the changes in between are gone`,
-          `\`rivet state reset -e ${request.exportName}\` starts the export again from a new snapshot; let only this export use the slot`
+          `replication slot ${slotName} was advanced to ${slot.confirmed}, past the published position ${request.from} of export '${request.exportName}': the changes in between are gone`,
+          `${reset} starts again from a new snapshot; let only Rivet's exports of this config read the slot`
         )
       }
-      start = { slot: "exists", from }
-    } else if (slot !== undefined && !request.snapshot) {
-      start = { slot: "exists", from: slot.confirmed === null ? undefined : parseLsn(slot.confirmed) }
+      froms.push(from)
+    }
+    const published = froms.filter((from): from is number => from !== undefined)
+    let start: Start
+    if (published.length > 0) {
+      const late = requests.find((request, i) => froms[i] === undefined && request.snapshot)
+      if (late !== undefined) {
+        return yield* problem(
+          setup,
+          `export '${late.exportName}' has no published position, but replication slot ${slotName}, which it shares, has been read ` +
+            "since: its snapshot cannot be taken consistently with the slot",
+          `${reset} starts every export of the slot again from one snapshot, or give '${late.exportName}' its own cdc.slot`
+        )
+      }
+      start = { slot: "exists", from: Math.min(...published), froms: froms.map((from) => from ?? confirmed) }
+    } else if (slot !== undefined && !requests.some((request) => request.snapshot)) {
+      start = { slot: "exists", from: confirmed, froms }
     } else {
       // No published position: a slot left by a first run that never published holds no snapshot any more.
-      if (slot !== undefined) yield* attempt(setup, "dropping the unpublished slot", () => dropSlot(setup.pool, request.slot))
-      start = { slot: "create", from: undefined }
+      if (slot !== undefined) yield* attempt(setup, "dropping the unpublished slot", () => dropSlot(setup.pool, slotName))
+      start = { slot: "create", from: undefined, froms }
     }
     return { start, serverVersion: Number(settings!["version"]) }
   })
@@ -221,66 +268,140 @@ const snapshotBatches = (batches: Stream.Stream<Batch, SourceError>, schema: Bat
     })
   })
 
-/** Opens the export's feed (see `SourceChanges.open`). */
-export const openFeed = (setup: FeedSetup, request: ChangeRequest): Effect.Effect<ChangeFeed, SourceError, Scope.Scope> =>
+/** Batches read ahead for the schemas of members without a snapshot, before their feeds are handed out. */
+const READ_AHEAD_BYTES = 32 * 1024 * 1024
+
+/** One replication stream and a feed per member; `abandon(i)` lets the others go on without member `i`'s consumer. */
+export interface OpenStream {
+  readonly feeds: ReadonlyArray<ChangeFeed>
+  readonly abandon: (member: number) => void
+}
+
+/**
+ * Opens one replication stream of a slot for one export, or for several sharing the slot (see `SourceChanges.open`;
+ * `requests` agree on slot, publication, stop rule and first run): a feed per request, each with its table's
+ * changes. On a first run every member's snapshot is imported, one after the other as their consumers start reading
+ * (each holds a pool connection), before replication starts and ends the slot's exported snapshot.
+ */
+export const openStream = (setup: FeedSetup, requests: ReadonlyArray<ChangeRequest>): Effect.Effect<OpenStream, SourceError, Scope.Scope> =>
   Effect.gen(function* () {
-    const table = qualified(setup, request)
-    const { start, serverVersion } = yield* prepareServer(setup, request, table)
-    const query = tableQuery(request, table)
-    const planned = yield* planTable(setup, query)
-    const binary = canReadBinary(planned.plans, serverVersion)
-    const changes = changeSchema(planned.schema.columns)
-    if ("problem" in changes) return yield* problem(setup, changes.problem.reason, changes.problem.fix)
-    const catalogSchema = changes.schema
+    const lead = requests[0]!
+    const tables = requests.map((request) => qualified(setup, request))
+    const { start, serverVersion } = yield* prepareServer(setup, requests, tables)
+    const queries = requests.map((request, i) => tableQuery(request, tables[i]!))
+    const planned = yield* Effect.forEach(queries, (query) => planTable(setup, query))
+    const binary = planned.every((plan) => canReadBinary(plan.plans, serverVersion))
+    const catalogSchemas: Array<BatchSchema> = []
+    for (const plan of planned) {
+      const changes = changeSchema(plan.schema.columns)
+      if ("problem" in changes) return yield* problem(setup, changes.problem.reason, changes.problem.fix)
+      catalogSchemas.push(changes.schema)
+    }
     const repl = yield* Effect.acquireRelease(
       Effect.sync(() => openReplicationConnection(setup.target, setup.applicationName)),
       (sql) => Effect.promise(() => sql.end({ timeout: 0 }).catch(() => undefined))
     )
     let from = start.from
-    let snapshot: { readonly name: string; readonly position: number } | undefined
+    let snapshot: string | undefined
     if (start.slot === "create") {
-      const created = yield* attempt(setup, `creating replication slot ${request.slot}`, () => createSlot(repl, request.slot, request.snapshot))
+      const exported = requests.some((request) => request.snapshot)
+      const created = yield* attempt(setup, `creating replication slot ${lead.slot}`, () => createSlot(repl, lead.slot, exported))
       from = parseLsn(created.consistentPoint)!
-      if (created.snapshotName !== undefined) snapshot = { name: created.snapshotName, position: from }
+      snapshot = created.snapshotName
     }
-    const target = request.untilCurrent ? parseLsn(yield* attempt(setup, "reading the WAL position", () => currentPosition(setup.pool))) : undefined
-    // The exported snapshot is imported (first statement of the snapshot's transaction) before the replication
-    // connection runs its next command, which ends the export.
-    const snapshotResult = snapshot === undefined
-      ? undefined
-      : yield* openResult(setup.pool, query, { ...setup.settings, snapshot: snapshot.name }, setup.context)
-    const replication = yield* attempt(setup, "starting replication", () =>
-      whileSlotBusy(() => startReplication(repl, request.slot, from ?? 0, request.publication, binary))
-    )
-    const reader = new ChangeReader(
-      replication,
-      from ?? 0,
-      relationPlanner(setup, request, table, binary),
-      {
-        target,
-        maxEvents: request.maxEvents,
-        deadline: request.untilCurrent || request.windowMs === undefined ? undefined : Date.now() + request.windowMs,
-        signal: request.stop
-      },
-      { batchRows: request.batchSize, batchBytes: BATCH_BYTES },
-      snapshotResult === undefined ? undefined : catalogSchema
-    )
-    yield* Effect.addFinalizer(() => Effect.sync(() => reader.close()))
-    const failure = (cause: unknown) => streamFailure(setup, request, cause)
-    const schema = yield* Effect.tryPromise({ try: () => reader.firstSchema(async () => catalogSchema), catch: failure })
-    const changed = Stream.repeatEffectOption(
-      Effect.tryPromise({ try: () => reader.next(), catch: failure }).pipe(
-        Effect.mapError(Option.some),
-        Effect.flatMap((batch) => (batch === undefined ? Effect.fail(Option.none()) : Effect.succeed(batch)))
+    const origin = from ?? 0
+    const froms = start.froms.map((member) => member ?? origin)
+    const target = lead.untilCurrent ? parseLsn(yield* attempt(setup, "reading the WAL position", () => currentPosition(setup.pool))) : undefined
+    const snapshotOf = (i: number) => (snapshot !== undefined && requests[i]!.snapshot ? snapshot : undefined)
+    // Member i imports the exported snapshot once member i - 1 has (imports[i] done); replication starts after the
+    // last, as the replication connection's next command ends the export.
+    const imports = yield* Effect.forEach(requests, () => Deferred.make<void, SourceError>())
+    const pendingImports = requests.flatMap((_, i) => (snapshotOf(i) === undefined ? [] : [imports[i]!]))
+    const startReader = Effect.gen(function* () {
+      yield* Effect.forEach(pendingImports, Deferred.await, { discard: true })
+      const replication = yield* attempt(setup, "starting replication", () =>
+        whileSlotBusy(() => startReplication(repl, lead.slot, origin, lead.publication, binary))
       )
-    )
-    const batches = snapshotResult === undefined ? changed : Stream.concat(snapshotBatches(snapshotResult.batches, schema, from!), changed)
-    const reached = Effect.suspend(() => {
-      const ended = reader.reached
-      return ended === undefined
-        ? Effect.fail(sourceError(setup.context, "the change feed's position was asked for before its last change was read"))
-        : Effect.succeed({ position: positionText(ended.position), end: ended.end satisfies FeedEnd })
+      const reader = new ChangeReader(
+        replication,
+        origin,
+        requests.map((request, i) => ({
+          planner: relationPlanner(setup, request, tables[i]!, binary),
+          from: froms[i]!,
+          schema: snapshotOf(i) === undefined ? undefined : catalogSchemas[i]
+        })),
+        {
+          target,
+          maxEvents: lead.maxEvents,
+          deadline: lead.untilCurrent || lead.windowMs === undefined ? undefined : Date.now() + lead.windowMs,
+          signal: lead.stop
+        },
+        { batchRows: lead.batchSize, batchBytes: BATCH_BYTES }
+      )
+      yield* Effect.addFinalizer(() => Effect.sync(() => reader.close()))
+      return reader
     })
-    return { schema, from: positionText(from ?? 0), batches, reached }
+    const failure = (i: number) => (cause: unknown) => streamFailure(setup, requests[i]!, cause)
+    // The reader once started, and the members whose consumers gave up: plain values of this stream's own scope.
+    let running: ChangeReader | undefined
+    const abandoned = new Set<number>()
+    const started = yield* Deferred.make<ChangeReader, SourceError>()
+    const startRunning = Effect.tap(startReader, (reader) =>
+      Effect.sync(() => {
+        running = reader
+        for (const i of abandoned) reader.detach(i)
+      })
+    )
+    let schemas: ReadonlyArray<BatchSchema>
+    if (pendingImports.length === 0) {
+      const reader = yield* startRunning
+      schemas = yield* Effect.tryPromise({ try: () => reader.schemas(async (i) => catalogSchemas[i]!, READ_AHEAD_BYTES), catch: failure(0) })
+      yield* Deferred.succeed(started, reader)
+    } else {
+      // A first run: the snapshots give the schemas; the reader starts once every member has imported its snapshot.
+      schemas = catalogSchemas
+      const streamScope = yield* Effect.scope
+      yield* Effect.forkScoped(Deferred.complete(started, Scope.extend(startRunning, streamScope)))
+    }
+    const feeds = requests.map((_, i): ChangeFeed => {
+      const next = Effect.flatMap(Deferred.await(started), (reader) => Effect.tryPromise({ try: () => reader.next(i), catch: failure(i) }))
+      const changed = Stream.repeatEffectOption(
+        next.pipe(
+          Effect.mapError(Option.some),
+          Effect.flatMap((batch) => (batch === undefined ? Effect.fail(Option.none()) : Effect.succeed(batch)))
+        )
+      )
+      const name = snapshotOf(i)
+      const snapshotRows =
+        name === undefined
+          ? Stream.empty
+          : Stream.unwrapScoped(
+              Effect.gen(function* () {
+                if (i > 0) yield* Deferred.await(imports[i - 1]!)
+                const result = yield* openResult(setup.pool, queries[i]!, { ...setup.settings, snapshot: name }, setup.context).pipe(
+                  Effect.tapError((error) => Deferred.fail(imports[i]!, error))
+                )
+                yield* Deferred.succeed(imports[i]!, undefined)
+                return snapshotBatches(result.batches, schemas[i]!, origin)
+              })
+            )
+      const reached = Effect.suspend(() => {
+        const ended = running?.reached(i)
+        return ended === undefined
+          ? Effect.fail(sourceError(setup.context, "the change feed's position was asked for before its last change was read"))
+          : Effect.succeed({ position: positionText(ended.position), end: ended.end satisfies FeedEnd })
+      })
+      return { schema: schemas[i]!, from: positionText(froms[i]!), batches: Stream.concat(snapshotRows, changed), reached }
+    })
+    const abandon = (i: number) => {
+      abandoned.add(i)
+      // Its snapshot's turn passes to the next member, and its batches are no longer kept.
+      Deferred.unsafeDone(imports[i]!, Exit.void)
+      running?.detach(i)
+    }
+    return { feeds, abandon }
   })
 
+/** Opens the feed of an export reading its slot alone (see `SourceChanges.open`). */
+export const openFeed = (setup: FeedSetup, request: ChangeRequest): Effect.Effect<ChangeFeed, SourceError, Scope.Scope> =>
+  Effect.map(openStream(setup, [request]), (stream) => stream.feeds[0]!)

@@ -81,9 +81,9 @@ export const publicationCovers = async (
   return row["covers"] === true || row["covers"] === "t" || row["covers"] === "true" ? "covers" : "lacks"
 }
 
-/** The export's publication, publishing what `mode: cdc` captures (not TRUNCATE). */
-export const createPublication = (sql: postgres.Sql, publication: string, table: QualifiedTable) =>
-  sql.unsafe(`CREATE PUBLICATION ${quoteIdent(publication)} FOR TABLE ${tableText(table)} WITH (publish = 'insert, update, delete')`)
+/** The publication of the exports reading a slot, publishing what `mode: cdc` captures (not TRUNCATE). */
+export const createPublication = (sql: postgres.Sql, publication: string, tables: ReadonlyArray<QualifiedTable>) =>
+  sql.unsafe(`CREATE PUBLICATION ${quoteIdent(publication)} FOR TABLE ${tables.map(tableText).join(", ")} WITH (publish = 'insert, update, delete')`)
 
 /** The table's replica identity: `d`efault (primary key), `n`othing, `f`ull, `i`ndex; undefined without the table. */
 export const replicaIdentity = async (sql: postgres.Sql, table: QualifiedTable): Promise<string | undefined> => {
