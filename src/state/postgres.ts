@@ -17,6 +17,8 @@ import { StateStore } from "./store.js"
 
 const CONNECT_TIMEOUT_S = 10
 const END_TIMEOUT_S = 5
+/** See the `connection` settings below. */
+const IDLE_IN_TRANSACTION_MS = 30_000
 // Any constant works: it only has to be the same for every Rivet that migrates this database.
 const MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(5253454154)"
 
@@ -45,7 +47,8 @@ const isTransient = (cause: unknown): boolean => {
   const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
   if (TRANSIENT_CODES.has(code)) return true
   if (!(cause instanceof postgres.PostgresError)) return false
-  return ["08", "40", "53", "57"].includes(code.slice(0, 2)) || code === "55P03"
+  // 25P03: the server ended a session idle in a transaction too long (IDLE_IN_TRANSACTION_MS).
+  return ["08", "40", "53", "57"].includes(code.slice(0, 2)) || code === "55P03" || code === "25P03"
 }
 
 /** `?` placeholders (the portable spelling the shared queries use) → PostgreSQL's `$1, $2, …`. */
@@ -98,7 +101,11 @@ export const postgresStateLayer = (url: string, retry: RetryPolicy = STATE_RETRY
               connect_timeout: CONNECT_TIMEOUT_S,
               fetch_types: false,
               onnotice: () => {},
-              connection: { application_name: "rivet-state" }
+              // A run cut off from the state database in the middle of a transaction (alive, its bytes held up by
+              // the network) would hold its row locks, and the run taking its expired lease over would wait on
+              // them for good: the server ends such a session instead. The store's transactions are a few
+              // statements long; one idle for this long belongs to a process that is stalled or cut off.
+              connection: { application_name: "rivet-state", idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS }
             }),
           catch: toStateError
         }),

@@ -4,7 +4,11 @@ import * as path from "node:path"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { ChildProcess } from "node:child_process"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import { runExports } from "../../src/api.js"
+import { SourceError } from "../../src/core/errors.js"
+import type { BatchTransform } from "../../src/core/plugin.js"
 import { runCli } from "../support/cli.js"
 import type { Manifest } from "../../src/core/manifest.js"
 import { testPgUrl } from "../support/pg.js"
@@ -159,7 +163,7 @@ describe.skipIf(unavailable !== undefined)("mode: cdc on PostgreSQL", () => {
     expect(stored).not.toBeUndefined()
   }, 120_000)
 
-  it("two exports sharing a slot: one stream, each export its own table's changes; one export failing leaves the other to publish, and it catches up exactly once", async () => {
+  it("two exports sharing a slot: one stream, each export its own table's changes; one export failing (before or while reading) leaves the other to publish, and it catches up exactly once", async () => {
     const [a, b] = [`${PREFIX}_sa`, `${PREFIX}_sb`]
     const slot = `${PREFIX}_shared`
     for (const table of [a, b]) await sql.unsafe(`DROP TABLE IF EXISTS ${table}; CREATE TABLE ${table} (${COLUMNS}); INSERT INTO ${table} ${rowValues(1, 100)}`)
@@ -216,6 +220,20 @@ describe.skipIf(unavailable !== undefined)("mode: cdc on PostgreSQL", () => {
       expect(new Set(keys).size).toBe(keys.length)
     }
     expect(await slotConfirmed(slot)).not.toBe(confirmed)
+
+    // b's run gives up mid-stream (a transform in code fails on its first batch): a reads on without it, publishes.
+    await sql.unsafe(`INSERT INTO ${a} ${rowValues(461, 470)}`)
+    await sql.unsafe(`INSERT INTO ${b} ${rowValues(301, 1300)}`)
+    const before = (await publishedChanges(out(a))).length
+    const givesUp: BatchTransform = (input) => ({
+      schema: input.schema,
+      batches: Stream.mapEffect(input.batches, () => Effect.fail(new SourceError({ source: "test", message: "b gives up", retryable: false })))
+    })
+    await expect(runExports(config as never, { configDir: dir, transforms: { [b]: givesUp } })).rejects.toThrow("b gives up")
+    expect((await publishedChanges(out(a))).length).toBe(before + 10)
+    const sixth = await run()
+    expect(sixth.map((result) => [result.status, result.rows])).toEqual([["success", 0], ["success", 1000]])
+    for (const table of [a, b]) expect(fold(await publishedChanges(out(table)))).toEqual(await tableNow(table))
   }, 120_000)
 
   it("a slot dropped from outside is an error naming it and the way out; nothing is published", async () => {

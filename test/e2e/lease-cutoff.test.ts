@@ -101,6 +101,19 @@ const start = (args: ReadonlyArray<string>, env: Record<string, string>) => {
   return { child, stderr: () => stderr, exited }
 }
 
+/** The process's exit code, or a failure with its stderr when it has not exited within `timeoutMs`. */
+const exitOf = async (run: ReturnType<typeof start>, what: string, timeoutMs = 45_000) => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not exit within ${timeoutMs / 1000} s; its stderr:\n${run.stderr()}`)), timeoutMs)
+  })
+  try {
+    return await Promise.race([run.exited, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 30_000) => {
   for (const end = Date.now() + timeoutMs; Date.now() < end; ) {
     if (await check()) return
@@ -127,8 +140,10 @@ exports:
     const out = path.join(path.dirname(config), "out")
     const ttl = { RIVET_LEASE_TTL: "3s" }
     const proxy = await partitionableProxy()
+    const started: Array<ReturnType<typeof start>> = []
     try {
       const holder = start(["run", "-c", config], { ...ttl, RIVET_STATE_URL: stateUrl(proxy.port) })
+      started.push(holder)
       await until("the holder's run to be journaled", async () => {
         const rows = await sql.unsafe(`SELECT 1 FROM ${schema}.rivet_runs WHERE status = 'running'`).catch(() => [])
         return rows.length > 0 || holder.child.exitCode !== null
@@ -136,10 +151,11 @@ exports:
       expect(holder.child.exitCode, holder.stderr()).toBeNull()
 
       const waiting = start(["run", "-c", config, "--wait", "60s"], { ...ttl, RIVET_STATE_URL: stateUrl() })
+      started.push(waiting)
       await until("the second run to wait for the lease", async () => waiting.stderr().includes("waiting up to"))
       proxy.cut()
 
-      const code = await waiting.exited
+      const code = await exitOf(waiting, "the run waiting for the lease")
       // The holder is alive all along: its heartbeat and its chunk's commit wait on the partitioned connections.
       expect(holder.child.exitCode, holder.stderr()).toBeNull()
       expect(waiting.stderr()).toContain("took over the expired lease")
@@ -150,12 +166,15 @@ exports:
 
       // The partition heals: the holder's renewal finds the lease gone, and it stops without publishing.
       proxy.heal()
-      const holderCode = await holder.exited
+      const holderCode = await exitOf(holder, "the holder")
       expect(holderCode, holder.stderr()).toBe(2)
       expect(holder.stderr()).toContain("lost the lease on export 'cutoff'")
       expect(fs.existsSync(path.join(out, "manifest.json"))).toBe(false)
       expect(fs.existsSync(path.join(out, "_SUCCESS"))).toBe(false)
     } finally {
+      // A failed expectation must not leave a process holding locks that afterAll's DROP SCHEMA would wait on.
+      for (const run of started) if (run.child.exitCode === null) run.child.kill("SIGKILL")
+      proxy.heal()
       await proxy.close()
     }
 
