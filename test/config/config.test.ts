@@ -266,12 +266,12 @@ describe("config decoding", () => {
       expect(yield* problems(withExport({ chunk_size: 10, parallel: 2 }))).toEqual([
         {
           path: "exports[0].chunk_size",
-          message: "applies to mode: chunked only, but this export's mode is full",
+          message: "applies to mode: chunked or cdc only, but this export's mode is full",
           hint: "set mode: chunked or remove chunk_size"
         },
         {
           path: "exports[0].parallel",
-          message: "applies to mode: chunked only, but this export's mode is full",
+          message: "applies to mode: chunked or cdc only, but this export's mode is full",
           hint: "set mode: chunked or remove parallel"
         }
       ])

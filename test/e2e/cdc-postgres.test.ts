@@ -34,7 +34,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (unavailable !== undefined) return
   await dropSlots(testPgUrl(), PREFIX)
-  await sql.unsafe(`DROP TABLE IF EXISTS ${PREFIX}_orders, ${PREFIX}_gone, ${PREFIX}_follow, ${PREFIX}_shape, ${PREFIX}_sa, ${PREFIX}_sb`)
+  await sql.unsafe(`DROP TABLE IF EXISTS ${PREFIX}_orders, ${PREFIX}_gone, ${PREFIX}_follow, ${PREFIX}_shape, ${PREFIX}_sa, ${PREFIX}_sb, ${PREFIX}_chunks`)
   await sql.end()
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
 })
@@ -230,7 +230,42 @@ describe.skipIf(unavailable !== undefined)("mode: cdc on PostgreSQL", () => {
     for (const table of [a, b]) expect(fold(await publishedChanges(out(table)))).toEqual(await tableNow(table))
   }, 120_000)
 
-  it("a slot dropped from outside is an error naming it and the way out; nothing is published", async () => {
+  it("the first run's snapshot in chunks (chunk_column, chunk_size, parallel 2) on the slot's snapshot: every row once, NULL keys too, then the changes", async () => {
+    const table = `${PREFIX}_chunks`
+    // k runs against the rows' physical order.
+    await sql.unsafe(`DROP TABLE IF EXISTS ${table}; CREATE TABLE ${table} (id int8 PRIMARY KEY, k int8, note text);
+      INSERT INTO ${table} SELECT i, CASE WHEN i % 500 = 0 THEN NULL ELSE 5001 - i END, 'row ' || i FROM generate_series(1, 5000) AS i`)
+    const { out, run } = exportOf(table, { chunk_column: "k", chunk_size: 700, parallel: 2 })
+    const rows = async () => {
+      const files = keptManifests(out).flatMap((manifest) => manifest.parts.map((part) => `'${path.join(out, part.path)}'`))
+      return duckRows(
+        `SELECT __op, __seq, id, k, note FROM read_parquet([${files.join(", ")}], file_row_number = true, filename = true)
+         ORDER BY list_position([${files.join(", ")}], filename), file_row_number`
+      )
+    }
+    expect((await run()).status).toBe("success")
+    const snapshot = await rows()
+    expect(snapshot).toHaveLength(5000)
+    expect(new Set(snapshot.map((row) => Number(row["id"]))).size).toBe(5000)
+    expect(snapshot.filter((row) => row["k"] === null)).toHaveLength(10)
+    // One statement returns k falling from 5000 to 1; pieces, in whatever order they finish, rise at some boundary.
+    const ks = [...snapshot].sort((x, y) => Number(x["__seq"]) - Number(y["__seq"])).flatMap((row) => (row["k"] === null ? [] : [Number(row["k"])]))
+    expect(ks.some((k, i) => i > 0 && k > ks[i - 1]!)).toBe(true)
+
+    await sql.unsafe(`INSERT INTO ${table} SELECT i, i, 'new ' || i FROM generate_series(5001, 5100) AS i`)
+    await sql.unsafe(`UPDATE ${table} SET note = note || ' (u)' WHERE id % 100 = 1`)
+    await sql.unsafe(`DELETE FROM ${table} WHERE id % 250 = 2`)
+    expect((await run()).status).toBe("success")
+    const folded = new Map<number, unknown>()
+    for (const row of await rows()) {
+      if (row["__op"] === "delete") folded.delete(Number(row["id"]))
+      else folded.set(Number(row["id"]), row["note"])
+    }
+    const now = await sql.unsafe(`SELECT id::int AS id, note FROM ${table} ORDER BY id`)
+    expect([...folded.entries()].sort((x, y) => x[0] - y[0])).toEqual(now.map((row) => [row["id"], row["note"]]))
+  }, 120_000)
+
+    it("a slot dropped from outside is an error naming it and the way out; nothing is published", async () => {
     const table = `${PREFIX}_gone`
     await sql.unsafe(`DROP TABLE IF EXISTS ${table}; CREATE TABLE ${table} (${COLUMNS}); INSERT INTO ${table} ${rowValues(1, 10)}`)
     const { out, run } = exportOf(table)

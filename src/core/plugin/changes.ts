@@ -3,6 +3,7 @@ import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { Batch, BatchSchema, LogicalType } from "../batch.js"
 import type { SourceError } from "../errors.js"
+import type { RowFilter } from "./row-filter.js"
 
 /**
  * Change data capture, an optional capability of a source (`SourceDriverShape.changes`): the changes of a table as
@@ -42,6 +43,12 @@ export interface ChangeRequest {
   readonly from?: ChangePosition | undefined
   /** First run: the table's rows as they were when the log started come first (`__op = snapshot`), then the changes. */
   readonly snapshot: boolean
+  /**
+   * The snapshot read in pieces, `parallel` at a time, each its own statement on its own connection reading the
+   * log's starting snapshot; each piece's rows meet all of its filters, and every row is in one piece. Absent: one
+   * statement.
+   */
+  readonly snapshotPieces?: { readonly filters: ReadonlyArray<ReadonlyArray<RowFilter>>; readonly parallel: number } | undefined
   /**
    * `true`: stop at the first transaction boundary at or past the log's position when the feed opened. `false`:
    * keep reading until `maxEvents`, `windowMs` or `stop` ends the feed (at a transaction boundary, each of them).

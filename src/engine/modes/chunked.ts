@@ -94,6 +94,43 @@ const planChunks = (
 }
 
 /**
+ * The row filters of a read split into `chunkSize` key ranges of `column` from bounds read earlier: the first and
+ * last ranges open-ended, so rows whose keys passed the bounds since still fall in one, and a piece for NULL keys.
+ * For a read on a later snapshot than the bounds' (cdc's first-run snapshot). One piece, all rows, when the bounds
+ * make one range or none.
+ */
+export const openChunkFilters = (
+  ctx: ExportContext,
+  column: string,
+  chunkSize: number,
+  bounds: { readonly min: string | null; readonly max: string | null; readonly hasNulls: boolean }
+): Effect.Effect<ReadonlyArray<ReadonlyArray<RowFilter>>, ConfigError> =>
+  Effect.map(planChunks(ctx, column, chunkSize, { ...bounds, hasNulls: false }), (specs) => {
+    const ranges = specs.filter((spec): spec is Extract<ChunkSpec, { low: string }> => "low" in spec)
+    if (ranges.length <= 1) return [[]]
+    return [
+      [{ _tag: "AtMost", column, value: ranges[0]!.high }],
+      ...ranges.slice(1, -1).map((range): ReadonlyArray<RowFilter> => [filterOf(column, range)]),
+      [{ _tag: "AtLeast", column, value: ranges.at(-1)!.low }],
+      [{ _tag: "IsNull", column }]
+    ]
+  })
+
+/** The chunk column of a chunked read: the configured one, else the table's single integer primary key. */
+export const integerChunkColumn = (ctx: ExportContext, description: SourceDescription, configured: string | undefined) =>
+  Effect.gen(function* () {
+    const column = yield* chunkColumnOf(ctx, description, configured)
+    if (!isIntegerKey(column.type)) {
+      return yield* new ConfigError({
+        path: `export '${ctx.spec.name}'.chunk_column`,
+        message: `column '${column.name}' is ${formatLogicalType(column.type)}; chunks split integer keys`,
+        hint: "choose an integer column, or use mode: keyset (any unique key, including text and composite keys)"
+      })
+    }
+    return column
+  })
+
+/**
  * Key ranges of `chunk_size` values, each read by its own short statement, `parallel` at a time. Chunks that
  * find no rows write nothing. With `chunk_checkpoint` the plan and every committed chunk are recorded, so
  * `rivet run --resume` redoes only the chunks that had not committed.
@@ -102,14 +139,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
   const { describe, bounds } = yield* planningPrimitives(ctx)
   const base = baseQuery(ctx.spec)
   const description = yield* describe(base)
-  const column = yield* chunkColumnOf(ctx, description, mode.chunkColumn)
-  if (!isIntegerKey(column.type)) {
-    return yield* new ConfigError({
-      path: `export '${ctx.spec.name}'.chunk_column`,
-      message: `column '${column.name}' is ${formatLogicalType(column.type)}; chunks split integer keys`,
-      hint: "choose an integer column, or use mode: keyset (any unique key, including text and composite keys)"
-    })
-  }
+  const column = yield* integerChunkColumn(ctx, description, mode.chunkColumn)
   const schema = yield* outputSchemaOf(ctx, description.schema)
   // Workers of one run must agree on `parallel` too: it is the cap on the run's live claims across all of them.
   const fingerprint = planFingerprint(ctx, {

@@ -10,6 +10,8 @@ import { loadConfig } from "../../../src/api.js"
 import { makeBatch } from "../../../src/core/batch.js"
 import { defineSource, SourceDriver, type SourceDriverShape, type SourceQuery } from "../../../src/core/plugin.js"
 import { silentProgress } from "../../../src/core/progress.js"
+import { openChunkFilters } from "../../../src/engine/modes/chunked.js"
+import type { ExportContext } from "../../../src/engine/modes/context.js"
 import { runConfig } from "../../../src/engine/run.js"
 import { sqliteStateLayer } from "../../../src/state/sqlite.js"
 import { idSchema as schema } from "../../support/id-source.js"
@@ -111,5 +113,28 @@ describe("chunk ranges", () => {
     expect(result.asked).toEqual([])
     expect(result.exported).toEqual([])
     expect(result.rows).toBe(0)
+  })
+})
+
+describe("openChunkFilters (cdc's first-run snapshot, read on a later snapshot than its bounds)", () => {
+  // Only the export's name is read, for the error of too many chunks.
+  const ctx = { spec: { name: "orders" } } as unknown as ExportContext
+  const filters = (min: string | null, max: string | null, hasNulls = false) =>
+    Effect.runSync(openChunkFilters(ctx, "id", 1000, { min, max, hasNulls }))
+
+  it("open-ended first and last ranges, closed ones between, and a piece for NULL keys whatever the bounds saw", () => {
+    expect(filters("1", "3500")).toEqual([
+      [{ _tag: "AtMost", column: "id", value: "1000" }],
+      [{ _tag: "Between", column: "id", low: "1001", high: "2000" }],
+      [{ _tag: "Between", column: "id", low: "2001", high: "3000" }],
+      [{ _tag: "AtLeast", column: "id", value: "3001" }],
+      [{ _tag: "IsNull", column: "id" }]
+    ])
+  })
+
+  it("one range or none (an empty table, one key, a span within chunk_size): one piece without filters, all rows", () => {
+    expect(filters(null, null, true)).toEqual([[]])
+    expect(filters("7", "7")).toEqual([[]])
+    expect(filters("1", "1000", true)).toEqual([[]])
   })
 })

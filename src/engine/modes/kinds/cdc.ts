@@ -8,11 +8,13 @@ import { ConfigError } from "../../../core/errors.js"
 import { changePartName, partNamePattern } from "../../../core/naming.js"
 import type { ChangeFeed, ChangeRequest, FeedEnd, SourceChanges } from "../../../core/plugin.js"
 import { runAttempt, retryUnit } from "../attempt.js"
-import { baseQuery, type ExportContext, outputSchemaOf } from "../context.js"
+import { integerChunkColumn, openChunkFilters } from "../chunked.js"
+import { baseQuery, type ExportContext, outputSchemaOf, planningPrimitives } from "../context.js"
 import { defineMode } from "../define.js"
 import { planFingerprint } from "../fingerprint.js"
 import type { ModeOutcome, PreparedMode, RunJournal } from "../mode.js"
 import { planHeader, plannedColumns } from "../planning.js"
+import { chunkFields, DEFAULT_CHUNK_SIZE } from "./chunk-keys.js"
 
 /** What PostgreSQL accepts as a slot name: lower-case letters, digits and `_`, at most 63 characters. */
 const SlotName = Schema.String.pipe(
@@ -54,7 +56,8 @@ const CdcBlock = Schema.Struct({
 })
 
 const keys = Schema.Struct({
-  cdc: Schema.optional(CdcBlock.annotations({ description: "mode: cdc: the change log (slot, publication, first run, run length)." }))
+  cdc: Schema.optional(CdcBlock.annotations({ description: "mode: cdc: the change log (slot, publication, first run, run length)." })),
+  ...chunkFields
 })
 
 interface CdcSettings {
@@ -66,6 +69,8 @@ interface CdcSettings {
   readonly rollover?: number | undefined
   readonly maxEvents?: number | undefined
   readonly commitIntervalMs: number
+  /** Set with chunk_size (or chunk_column): the first run's snapshot is read in key ranges, `parallel` at a time. */
+  readonly snapshotChunks?: { readonly column?: string | undefined; readonly size: number; readonly parallel: number } | undefined
 }
 
 const DEFAULT_COMMIT_INTERVAL_MS = 60_000
@@ -143,6 +148,19 @@ const confirmable = (ctx: ExportContext, reached: string) =>
     return least
   })
 
+/**
+ * The first run's snapshot in key ranges of the chunk column (chunked mode's planning): the bounds are read now, before
+ * the slot's snapshot exists, so the first and last ranges are open-ended (openChunkFilters).
+ */
+const snapshotPieces = (ctx: ExportContext, chunks: NonNullable<CdcSettings["snapshotChunks"]>) =>
+  Effect.gen(function* () {
+    const { describe, bounds } = yield* planningPrimitives(ctx)
+    const base = baseQuery(ctx.spec)
+    const column = yield* integerChunkColumn(ctx, yield* describe(base), chunks.column)
+    const filters = yield* openChunkFilters(ctx, column.name, chunks.size, yield* bounds(base, column.name))
+    return { filters, parallel: chunks.parallel }
+  })
+
 /** What the user learns when a run ended before the log's current position. */
 const endNotice = (end: FeedEnd, position: string): string | undefined => {
   if (end._tag === "MaxEvents") return `stopped at max_events, at the transaction boundary ${position}: the next run continues from there`
@@ -169,7 +187,8 @@ const prepareCdc = Effect.fn("Modes.cdc")(function* (ctx: ExportContext, setting
   const execute = (journal: RunJournal) =>
     Effect.gen(function* () {
       const from = yield* storedPosition(ctx)
-      const request = changeRequestOf(ctx, settings, from)
+      const plain = changeRequestOf(ctx, settings, from)
+      const request = plain.snapshot && settings.snapshotChunks !== undefined ? { ...plain, snapshotPieces: yield* snapshotPieces(ctx, settings.snapshotChunks) } : plain
       let feed: ChangeFeed | undefined
       const open = Effect.map(changes.open(request), (opened) => {
         feed = opened
@@ -263,11 +282,17 @@ export const cdcMode = defineMode({
       untilCurrent: block.until_current ?? true,
       rollover: block.rollover,
       maxEvents: block.max_events,
-      commitIntervalMs: block.commit_interval ?? DEFAULT_COMMIT_INTERVAL_MS
+      commitIntervalMs: block.commit_interval ?? DEFAULT_COMMIT_INTERVAL_MS,
+      snapshotChunks:
+        decoded.chunk_size === undefined && decoded.chunk_column === undefined
+          ? undefined
+          : { column: decoded.chunk_column, size: decoded.chunk_size ?? DEFAULT_CHUNK_SIZE, parallel: decoded.parallel ?? 1 }
     })
   },
   behaviour: (settings) => ({
     prepare: (ctx) => prepareCdc(ctx, settings),
+    // Snapshot pieces read at once on their own connections (the source's pool is sized for them).
+    parallel: settings.snapshotChunks?.parallel ?? 1,
     continuous: !settings.untilCurrent,
     // Exports naming one slot read it once, together: one stream, one stop rule, one publication.
     sharedRead: (exportName, table) => ({

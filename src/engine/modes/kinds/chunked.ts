@@ -1,31 +1,15 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ConfigError } from "../../../core/errors.js"
-import { ColumnName } from "../../../config/model.js"
 import { prepareChunked } from "../chunked.js"
 import { defineMode } from "../define.js"
 import { checkpointFields, checkpointSettings, noCheckpointNote } from "./checkpoint-keys.js"
-
-const DEFAULT_CHUNK_SIZE = 100_000
+import { chunkFields, DEFAULT_CHUNK_SIZE } from "./chunk-keys.js"
 /** Above this, `parallel` connections are more than most databases and destinations gain from. */
 const MANY_PARALLEL = 16
 
 const keys = Schema.Struct({
-  chunk_column: Schema.optional(
-    ColumnName.annotations({
-      description: "chunked: integer column the chunks split on (default: the table's single integer primary key)."
-    })
-  ),
-  chunk_size: Schema.optional(
-    Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be a whole number of at least 1" })).annotations({
-      description: "chunked: key values per chunk (default 100000)."
-    })
-  ),
-  parallel: Schema.optional(
-    Schema.Int.pipe(Schema.between(1, 64, { message: () => "must be a whole number from 1 to 64" })).annotations({
-      description: "chunked: chunks read at once, each on its own connection (default 1)."
-    })
-  ),
+  ...chunkFields,
   ...checkpointFields
 })
 

@@ -2,12 +2,13 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type postgres from "postgres"
 import { type Batch, batchFromColumns, type BatchSchema } from "../../../../core/batch.js"
 import type { SourceError } from "../../../../core/errors.js"
-import type { ChangeFeed, ChangeRequest, FeedEnd, SourceQuery } from "../../../../core/plugin.js"
+import type { ChangeFeed, ChangeRequest, FeedEnd, RowFilter, SourceQuery } from "../../../../core/plugin.js"
 import type { ConnectionTarget } from "../../../../core/source/postgres-url.js"
 import { fieldReader } from "../binary-fields.js"
 import { passthrough, decodedText } from "../binary-variable.js"
@@ -268,6 +269,39 @@ const snapshotBatches = (batches: Stream.Stream<Batch, SourceError>, schema: Bat
     })
   })
 
+/**
+ * A member's snapshot rows on the log's exported snapshot, in the request's pieces (`parallel` at a time, each its own
+ * statement and connection) or in one statement. Its turn comes once the member before it has imported the snapshot
+ * (`previous`); `imported` completes once its last piece has, as replication may start only after that.
+ */
+const snapshotStream = (
+  setup: FeedSetup,
+  request: ChangeRequest,
+  query: SourceQuery,
+  snapshot: string,
+  previous: Deferred.Deferred<void, SourceError> | undefined,
+  imported: Deferred.Deferred<void, SourceError>
+): Stream.Stream<Batch, SourceError> => {
+  const pieces = request.snapshotPieces ?? { filters: [[]], parallel: 1 }
+  return Stream.unwrap(
+    Effect.gen(function* () {
+      if (previous !== undefined) yield* Deferred.await(previous)
+      const left = yield* Ref.make(pieces.filters.length)
+      const piece = (filters: ReadonlyArray<RowFilter>) =>
+        Stream.unwrapScoped(
+          Effect.gen(function* () {
+            const result = yield* openResult(setup.pool, { ...query, where: [...(query.where ?? []), ...filters] }, { ...setup.settings, snapshot }, setup.context).pipe(
+              Effect.tapError((error) => Deferred.fail(imported, error))
+            )
+            if ((yield* Ref.updateAndGet(left, (n) => n - 1)) === 0) yield* Deferred.succeed(imported, undefined)
+            return result.batches
+          })
+        )
+      return Stream.flatMap(Stream.fromIterable(pieces.filters), piece, { concurrency: pieces.parallel })
+    })
+  )
+}
+
 /** Batches read ahead for the schemas of members without a snapshot, before their feeds are handed out. */
 const READ_AHEAD_BYTES = 32 * 1024 * 1024
 
@@ -373,25 +407,15 @@ export const openStream = (setup: FeedSetup, requests: ReadonlyArray<ChangeReque
       )
       const name = snapshotOf(i)
       const snapshotRows =
-        name === undefined
-          ? Stream.empty
-          : Stream.unwrapScoped(
-              Effect.gen(function* () {
-                if (i > 0) yield* Deferred.await(imports[i - 1]!)
-                const result = yield* openResult(setup.pool, queries[i]!, { ...setup.settings, snapshot: name }, setup.context).pipe(
-                  Effect.tapError((error) => Deferred.fail(imports[i]!, error))
-                )
-                yield* Deferred.succeed(imports[i]!, undefined)
-                return snapshotBatches(result.batches, schemas[i]!, origin)
-              })
-            )
+        name === undefined ? Stream.empty : snapshotStream(setup, requests[i]!, queries[i]!, name, i === 0 ? undefined : imports[i - 1]!, imports[i]!)
+      const withChangeColumns = snapshotBatches(snapshotRows, schemas[i]!, origin)
       const reached = Effect.suspend(() => {
         const ended = running?.reached(i)
         return ended === undefined
           ? Effect.fail(sourceError(setup.context, "the change feed's position was asked for before its last change was read"))
           : Effect.succeed({ position: positionText(ended.position), end: ended.end satisfies FeedEnd })
       })
-      return { schema: schemas[i]!, from: positionText(froms[i]!), batches: Stream.concat(snapshotRows, changed), reached }
+      return { schema: schemas[i]!, from: positionText(froms[i]!), batches: Stream.concat(withChangeColumns, changed), reached }
     })
     const abandon = (i: number) => {
       abandoned.add(i)
