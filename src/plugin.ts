@@ -45,7 +45,7 @@ export {
 } from "./core/errors.js"
 export { invalidKeyReason } from "./core/keys.js"
 export { ByteSize } from "./core/size.js"
-/** Config fields database sources share (`url` / `url_env`, seconds): `SourceConfig.connectionUrlFields({ … })`. */
+/** Config fields database sources share (a URL or its parts, seconds): `SourceConfig.connectionUrlFields({ … })`, `SourceConfig.resolveConnection`. */
 export * as SourceConfig from "./core/source/config-fields.js"
 export * as Sink from "./core/sink/index.js"
 export type {

@@ -40,32 +40,42 @@ export const missingEnvVariables = (
   return found
 }
 
-/** A `*_file` key of `source.tls` naming a file that does not exist or cannot be read. */
+/** A `*_file` key of the source (`url_file`, `password_file`) or its `tls:` block naming a file that does not exist or cannot be read. */
 export interface UnreadableFile {
   readonly path: string
   readonly file: string
   readonly reason: string
 }
 
+const blockOf = (node: unknown, key: string): Record<string, unknown> | undefined => {
+  const child = node !== null && typeof node === "object" ? (node as Record<string, unknown>)[key] : undefined
+  return child !== null && typeof child === "object" ? (child as Record<string, unknown>) : undefined
+}
+
 /**
- * The `*_file` keys of the source's `tls:` block (`ca_file`, `cert_file`, `key_file`) whose file, relative to the
- * config file's directory, is missing or unreadable: the connection would fail on it.
+ * The `*_file` keys of the source (`url_file`, `password_file`) and of its `tls:` block (`ca_file`, `cert_file`,
+ * `key_file`) whose file, relative to the config file's directory, is missing or unreadable: the connection would
+ * fail on it.
  */
-export const unreadableTlsFiles = (value: unknown, configDir: string): ReadonlyArray<UnreadableFile> => {
-  const source = value !== null && typeof value === "object" ? (value as Record<string, unknown>)["source"] : undefined
-  const tls = source !== null && typeof source === "object" ? (source as Record<string, unknown>)["tls"] : undefined
-  if (tls === null || typeof tls !== "object") return []
-  return Object.entries(tls).flatMap(([key, given]): ReadonlyArray<UnreadableFile> => {
-    if (!key.endsWith("_file") || typeof given !== "string" || given === "") return []
-    const file = path.resolve(configDir, given)
-    try {
-      if (!fs.statSync(file).isFile()) return [{ path: `source.tls.${key}`, file, reason: "is not a file" }]
-      fs.accessSync(file, fs.constants.R_OK)
-      return []
-    } catch (cause) {
-      const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
-      const reason = code === "ENOENT" ? "does not exist" : code === "EACCES" ? "cannot be read (permission denied)" : `cannot be read (${code})`
-      return [{ path: `source.tls.${key}`, file, reason }]
-    }
-  })
+export const unreadableSourceFiles = (value: unknown, configDir: string): ReadonlyArray<UnreadableFile> => {
+  const source = blockOf(value, "source")
+  const blocks = [
+    { at: "source", keys: source },
+    { at: "source.tls", keys: blockOf(source, "tls") }
+  ]
+  return blocks.flatMap(({ at, keys }) =>
+    Object.entries(keys ?? {}).flatMap(([key, given]): ReadonlyArray<UnreadableFile> => {
+      if (!key.endsWith("_file") || typeof given !== "string" || given === "") return []
+      const file = path.resolve(configDir, given)
+      try {
+        if (!fs.statSync(file).isFile()) return [{ path: `${at}.${key}`, file, reason: "is not a file" }]
+        fs.accessSync(file, fs.constants.R_OK)
+        return []
+      } catch (cause) {
+        const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+        const reason = code === "ENOENT" ? "does not exist" : code === "EACCES" ? "cannot be read (permission denied)" : `cannot be read (${code})`
+        return [{ path: `${at}.${key}`, file, reason }]
+      }
+    })
+  )
 }

@@ -99,7 +99,21 @@ const modeLints: Lint = perExport((spec, index) =>
   })
 )
 
-const LINTS: ReadonlyArray<Lint> = [sharedStdout, gzipTextFormat, tinyFiles, largeBatch, modeLints]
+/** A password written in the config file (`source.password`): it is read by everyone who can read the file. */
+export const plaintextPassword: Lint = (config) => {
+  const source = config.source.config
+  if (typeof source !== "object" || source === null || (source as Record<string, unknown>)["password"] === undefined) return []
+  return [
+    {
+      severity: "warning",
+      path: "source.password",
+      message: "the password is written in the config file (anyone who can read the file can read it)",
+      hint: "use password_env: VAR (an environment variable) or password_file: path (a mounted secret) instead"
+    }
+  ]
+}
+
+const LINTS: ReadonlyArray<Lint> = [plaintextPassword, sharedStdout, gzipTextFormat, tinyFiles, largeBatch, modeLints]
 
 const RANK = { error: 0, warning: 1, note: 2 } as const
 

@@ -3,7 +3,6 @@
  * config hits these first; a generic "did you mean" would point at an unrelated key (`tables` → `table`).
  * Keys this Rivet accepts but ignores (the Rust rivet's scheduling advice) are in advisory.ts.
  */
-const CONNECTION = "write the connection as url: postgres://user:password@host:5432/database (or url_env: VAR naming an environment variable that holds it)"
 const NOT_SUPPORTED = "Rivet has no equivalent"
 
 const TUNING = "Rivet has no tuning: block — batch_size sits on the export; statement_timeout_s and lock_timeout_s on source:"
@@ -20,13 +19,6 @@ const TOP_LEVEL: Readonly<Record<string, string>> = {
 const SOURCE: Readonly<Record<string, string>> = {
   tuning: TUNING,
   environment: `${NOT_SUPPORTED} (no tuning profiles) — set batch_size on the export, statement_timeout_s / lock_timeout_s on source:`,
-  host: CONNECTION,
-  port: CONNECTION,
-  user: CONNECTION,
-  database: CONNECTION,
-  password: CONNECTION,
-  password_env: CONNECTION,
-  url_file: CONNECTION,
   // Only a source without a tls: block gets here (the postgres source has one).
   tls: "this source takes TLS in its URL (mysql: ?ssl-mode=VERIFY_IDENTITY, checked against the system's CAs; a private CA through NODE_EXTRA_CA_CERTS=<pem>); the postgres source has a tls: block (mode, ca_file, cert_file, key_file)",
   mongo: "MongoDB is not a supported source: Rivet reads PostgreSQL (source.type: postgres); remove the mongo: block"

@@ -2,7 +2,7 @@ import * as path from "node:path"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { missingEnvVariables, type MissingEnvVariable, unreadableTlsFiles } from "../config/env-keys.js"
+import { missingEnvVariables, type MissingEnvVariable, unreadableSourceFiles } from "../config/env-keys.js"
 import { maskKeyPaths, shortMaskKey } from "../config/masking.js"
 import { lintConfig, type LintFinding } from "../config/lint.js"
 import type { RivetConfig } from "../config/model.js"
@@ -70,7 +70,7 @@ export const checkConfigFile = (file: string, options: CheckOptions = {}): Effec
           : `export ${variable.variable}=… before running; to lint a config whose secrets are only set where it runs (CI), use rivet check --allow-missing-env`
       })
     )
-    const tlsFindings = (resolved?._tag === "Some" ? unreadableTlsFiles(resolved.value, path.dirname(path.resolve(file))) : [])
+    const fileFindings = (resolved?._tag === "Some" ? unreadableSourceFiles(resolved.value, path.dirname(path.resolve(file))) : [])
       .filter((unreadable) => !refused.some((at) => unreadable.path === at || unreadable.path.startsWith(`${at}.`)))
       .map(
         (unreadable): LintFinding => ({
@@ -87,7 +87,7 @@ export const checkConfigFile = (file: string, options: CheckOptions = {}): Effec
       const short = value === undefined || value === "" ? undefined : shortMaskKey(variable, value)
       return short === undefined ? [] : [{ severity: "error", path, message: short, hint: "use a longer random secret (e.g. openssl rand -hex 32)" }]
     })
-    const findings = [...envFindings, ...tlsFindings, ...shortKeys, ...(config ? [...lintConfig(config), ...noticesOf(config)] : [])].map((finding) => ({
+    const findings = [...envFindings, ...fileFindings, ...shortKeys, ...(config ? [...lintConfig(config), ...noticesOf(config)] : [])].map((finding) => ({
       ...finding,
       path: withLine(finding.path)
     }))

@@ -77,7 +77,7 @@ describe("the config JSON Schema", () => {
     ["unknown destination key", withExport({ destination: { type: "local", pth: "x" } }), "/exports/0/destination", "additionalProperties", "pth"],
     ["unknown export key", withExport({ compresion: "gzip" }), "/exports/0", "additionalProperties", "compresion"],
     ["unknown top-level key", { ...base(), export: [] }, "", "additionalProperties", "export"],
-    ["unknown source key", { ...base(), source: { type: "postgres", url_env: "X", host: "db" } }, "/source", "additionalProperties", "host"],
+    ["unknown source key", { ...base(), source: { type: "postgres", url_env: "X", hostname: "db" } }, "/source", "additionalProperties", "hostname"],
     ["wrong type", withExport({ batch_size: "many" }), "/exports/0/batch_size", "type"],
     ["out of range", withExport({ parallel: 100, mode: "chunked" }), "/exports/0/parallel", "maximum"],
     ["unknown destination type", withExport({ destination: { type: "lokal", path: "x" } }), "/exports/0/destination/type", "enum"],

@@ -70,4 +70,19 @@ describe.skipIf(noMysql())("mysql source through the CLI", () => {
     expect(unset.code).toBe(1)
     expect(unset.stderr).toMatch(/environment variable RIVET_NO_SUCH_VARIABLE \(source.url_env\) is not set/)
   })
+
+  it("a connection given by its parts (host, port, user, database, password_env) exports; a wrong password is never shown", async () => {
+    const url = new URL(testMysqlUrl())
+    const parts = `type: mysql, host: "${url.hostname}", port: ${url.port || "3306"}, database: "${url.pathname.slice(1)}"`
+    // The test server's user may have no password (root on a developer machine): then none is given.
+    const password = url.password === "" ? "" : ", password_env: MY_PASSWORD"
+    const file = config(`{ ${parts}, user: "${decodeURIComponent(url.username)}"${password} }`)
+    const result = await runCli(["run", "-c", file], { env: { MY_PASSWORD: decodeURIComponent(url.password) } })
+    expect(result.code, result.stderr).toBe(0)
+    expect(fs.readdirSync(path.join(path.dirname(file), "out")).some((name) => name.endsWith(".parquet"))).toBe(true)
+    const wrong = await runCli(["run", "-c", config(`{ ${parts}, user: rivet_no_such_user, password_env: MY_PASSWORD }`)], { env: { MY_PASSWORD: "s3cr3t-Pa55" } })
+    expect(wrong.code).not.toBe(0)
+    expect(wrong.stderr).toMatch(/MySQL error 1045|Access denied/)
+    expect(wrong.stderr + wrong.stdout).not.toContain("s3cr3t-Pa55")
+  })
 })

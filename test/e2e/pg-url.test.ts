@@ -122,6 +122,40 @@ describe("connection URLs with #, @, ?, % and / in the password", () => {
     expect(state?.["runs"]).toBe(1)
   })
 
+  it("given by its parts (host, port, user, database) with the password from password_env or password_file: connects the same way", async () => {
+    const parts = { host: base.hostname, port: Number(base.port || "5432"), user: ROLE, database: base.pathname.slice(1) }
+    const fromEnv = config("parts-env", { ...parts, password_env: "PGCONN_PASSWORD" })
+    const byEnv = await audited(["run", "-c", fromEnv], { PGCONN_PASSWORD: PASSWORD })
+    expect(byEnv.code, byEnv.stderr).toBe(0)
+    expect(csvRows(fromEnv)).toBe(20)
+    const fromFile = config("parts-file", { ...parts, password_file: "password.txt" })
+    fs.writeFileSync(path.join(path.dirname(fromFile), "password.txt"), `${PASSWORD}\n`)
+    const byFile = await audited(["run", "-c", fromFile])
+    expect(byFile.code, byFile.stderr).toBe(0)
+    expect(csvRows(fromFile)).toBe(20)
+    // An unknown database: the error names the masked address, never the password.
+    const unknown = await audited(["run", "-c", config("parts-unknown", { ...parts, database: "no_such_db", password_env: "PGCONN_PASSWORD" })], {
+      PGCONN_PASSWORD: PASSWORD
+    })
+    expect(unknown.code).not.toBe(0)
+    expect(unknown.stderr).toContain("no_such_db")
+    for (const result of [byEnv, byFile, unknown]) {
+      expect(result.network).toEqual([])
+      expect(fragmentsIn(result.stdout + result.stderr)).toEqual([])
+    }
+    // rivet check: a missing password file is an error naming the key, before anything runs.
+    fs.rmSync(path.join(path.dirname(fromFile), "password.txt"))
+    const check = await audited(["check", "-c", fromFile])
+    expect(check.code).toBe(1)
+    expect(check.stdout + check.stderr).toContain("source.password_file")
+    // A password written in the config works, and rivet check warns about it without showing it.
+    const plain = config("parts-plain", { ...parts, password: PASSWORD })
+    const warned = await audited(["check", "-c", plain])
+    expect(warned.code, warned.stdout + warned.stderr).toBe(0)
+    expect(warned.stdout + warned.stderr).toMatch(/source\.password.*written in the config file/)
+    expect(fragmentsIn(warned.stdout + warned.stderr)).toEqual([])
+  })
+
   // Raw forms: the whole password, and one character at a time (each would be split differently by the driver).
   const rawPasswords = [PASSWORD, `${SEGMENTS[0]}#${SEGMENTS[1]}`, `${SEGMENTS[0]}@${SEGMENTS[1]}`, `${SEGMENTS[0]}?${SEGMENTS[1]}`, `${SEGMENTS[0]}/${SEGMENTS[1]}@${SEGMENTS[2]}`, `${SEGMENTS[0]}%${SEGMENTS[1]}`]
 

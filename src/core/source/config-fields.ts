@@ -14,6 +14,8 @@ export interface ConnectionUrlOptions {
   /** A typical variable and URL scheme for the messages, e.g. `DATABASE_URL` and `postgres`. */
   readonly exampleVariable: string
   readonly scheme: string
+  /** The port a connection given by its parts uses without `port`, said in its description. */
+  readonly defaultPort?: number | undefined
 }
 
 const urlEnvProblem = (name: string, options: ConnectionUrlOptions): string | undefined => {
@@ -43,9 +45,50 @@ export const connectionUrlFields = (options: ConnectionUrlOptions) => ({
     Schema.NonEmptyString.annotations({
       description: "Name of an environment variable holding the connection URL."
     }).pipe(Schema.filter((name) => urlEnvProblem(name, options) ?? true))
+  ),
+  url_file: Schema.optional(
+    Schema.NonEmptyString.annotations({
+      description: "A file holding the connection URL (a mounted secret), relative to the config file's directory."
+    })
+  ),
+  host: Schema.optional(
+    Schema.NonEmptyString.annotations({ description: "The server's host name or address: a connection given by its parts, with user and database." })
+  ),
+  port: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 65535)).annotations({
+      description: `The server's port${options.defaultPort === undefined ? "" : ` (default ${options.defaultPort})`}, with host.`,
+      message: () => "port must be a whole number from 1 to 65535"
+    })
+  ),
+  user: Schema.optional(Schema.NonEmptyString.annotations({ description: "The user to log in as, with host." })),
+  database: Schema.optional(Schema.NonEmptyString.annotations({ description: "The database to read, with host." })),
+  password: Schema.optional(
+    Schema.Redacted(Schema.String.annotations({ message: () => "expected a string: the password (value not shown)" })).annotations({
+      description: "The password, with host; prefer password_env or password_file (a password in the config file is a warning)."
+    })
+  ),
+  password_env: Schema.optional(
+    Schema.NonEmptyString.annotations({ description: "Name of an environment variable holding the password, with host." }).pipe(
+      Schema.filter((name) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? true : "password_env must be the NAME of an environment variable (letters, digits and _), e.g. PGPASSWORD"))
+    )
+  ),
+  password_file: Schema.optional(
+    Schema.NonEmptyString.annotations({
+      description: "A file holding the password (its first line), relative to the config file's directory, with host."
+    })
   )
 })
 
 /** A whole number of seconds (0 allowed) with a default. */
 export const secondsField = (description: string, fallback: number) =>
   Schema.optionalWith(Schema.NonNegativeInt.annotations({ description }), { default: () => fallback })
+
+/** A block with `connectionUrlFields` checks its keys with `connectionProblem` and resolves them with `resolveConnection`. */
+export {
+  type ConnectionFailure,
+  type ConnectionKeys,
+  connectionProblem,
+  type ConnectionTemplate,
+  type ResolvedConnection,
+  resolveConnection
+} from "./connection.js"

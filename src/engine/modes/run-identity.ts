@@ -17,12 +17,21 @@ import { decodeStored } from "./stored.js"
 export type RunIdentity = Readonly<Record<string, string>>
 
 /**
- * Source keys left out: the connection (`url`, `url_env`, `embedded`) is replaced by the driver's host, port,
- * database and user — never the password — and timeouts or the session's name change no value read.
+ * Source keys left out: the connection (`url`, `url_env`, `url_file`, `embedded`, or host, port, user, database and
+ * password) is replaced by the driver's host, port, database and user — never the password — and timeouts or the
+ * session's name change no value read.
  */
 export const IGNORED_SOURCE_KEYS: ReadonlyArray<string> = [
   "url",
   "url_env",
+  "url_file",
+  "host",
+  "port",
+  "user",
+  "database",
+  "password",
+  "password_env",
+  "password_file",
   "embedded",
   "statement_timeout_s",
   "lock_timeout_s",

@@ -1,10 +1,11 @@
 import * as Schema from "effect/Schema"
 import { connectionUrlFields, secondsField } from "../../../core/source/config-fields.js"
+import { connectionProblem } from "../../../core/source/connection.js"
 import { urlProblem } from "./url.js"
 
 /**
- * The `source:` block of a `mysql` source (without `type`): MySQL 8 or MariaDB 10.5+. Exactly one of `url` or
- * `url_env` says which database to read.
+ * The `source:` block of a `mysql` source (without `type`): MySQL 8 or MariaDB 10.5+. A URL (`url`, `url_env`,
+ * `url_file`) or host/user/database say which database to read.
  */
 export const MysqlConfig = Schema.Struct({
   ...connectionUrlFields({
@@ -12,7 +13,8 @@ export const MysqlConfig = Schema.Struct({
     description:
       "Connection URL, `mysql://user:password@host:3306/database` (optionally `?ssl-mode=REQUIRED`); percent-encode `#`, `?`, `/`, `@` and `%` in the user name and password. Prefer `url_env` for secrets.",
     exampleVariable: "MYSQL_URL",
-    scheme: "mysql"
+    scheme: "mysql",
+    defaultPort: 3306
   }),
   statement_timeout_s: secondsField(
     "Server-side time limit in seconds for each export statement (MariaDB max_statement_time, MySQL max_execution_time; 0 = none).",
@@ -28,12 +30,7 @@ export const MysqlConfig = Schema.Struct({
   )
 }).pipe(
   Schema.filter(
-    (config) => {
-      if ((config.url === undefined) !== (config.url_env === undefined)) return true
-      return config.url === undefined
-        ? "set one of `url` or `url_env` to say which database to read"
-        : "set only one of `url` or `url_env` (found both)"
-    },
+    (config) => connectionProblem(config) ?? true,
     { identifier: "MysqlConfig" }
   ),
   Schema.annotations({ description: "Read from MySQL or MariaDB (mysql2): one consistent read-only snapshot per export." })

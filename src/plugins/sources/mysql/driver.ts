@@ -1,9 +1,9 @@
 import * as Effect from "effect/Effect"
-import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { SourceError } from "../../../core/errors.js"
 import type { PluginContext, SourceDriverShape, SourceQuery } from "../../../core/plugin.js"
 import { tableOf } from "../../../core/plugin.js"
+import { type ResolvedConnection, resolveConnection } from "../../../core/source/connection.js"
 import type { MysqlConfig } from "./config.js"
 import { type ErrorContext, sourceError } from "./errors.js"
 import { describeQuery, estimateQueryRows, queryBounds } from "./inspect.js"
@@ -12,18 +12,10 @@ import { openSession, runOn, type SessionSettings } from "./session.js"
 import { queryProblem, renderForDisplay } from "./statement.js"
 import { displayAddress, isUrlProblem, makeScrubber, parseMysqlUrl, shortAddress } from "./url.js"
 
-/** The connection URL and where it came from (`source.url`, or the environment variable), for messages. */
-const resolveUrl = (config: MysqlConfig, context: PluginContext): Effect.Effect<{ url: string; origin: string }, SourceError> => {
-  if (config.url !== undefined) return Effect.succeed({ url: Redacted.value(config.url), origin: "source.url" })
-  const name = config.url_env!
-  const value = context.env[name]
-  return value === undefined || value === ""
-    ? Effect.fail(
-        sourceError(context, `environment variable ${name} (source.url_env) is not set`, {
-          hint: `set it to the connection URL, e.g. export ${name}=mysql://user:password@host:3306/database`
-        })
-      )
-    : Effect.succeed({ url: value, origin: `environment variable ${name} (source.url_env)` })
+/** The connection URL and where it came from (`source.url`, the environment variable, the parts), for messages. */
+const resolveUrl = (config: MysqlConfig, context: PluginContext): Effect.Effect<ResolvedConnection, SourceError> => {
+  const resolved = resolveConnection(config, context, { scheme: "mysql", defaultPort: 3306, exampleVariable: "MYSQL_URL" })
+  return "url" in resolved ? Effect.succeed(resolved) : Effect.fail(sourceError(context, resolved.message, { hint: resolved.hint }))
 }
 
 /**

@@ -1,6 +1,7 @@
 import * as Schema from "effect/Schema"
 import { identifierLengthProblem } from "../../../core/source/identifiers.js"
 import { connectionUrlFields, secondsField } from "../../../core/source/config-fields.js"
+import { connectionProblem } from "../../../core/source/connection.js"
 import { urlProblem } from "../../../core/source/postgres-url.js"
 import { BLOCK_TLS_MODES } from "../../../core/source/postgres-tls.js"
 
@@ -47,7 +48,6 @@ const TlsConfig = Schema.Struct({
     "TLS to the server. The URL's libpq parameters `sslmode`, `sslrootcert`, `sslcert` and `sslkey` say the same; when both are given they must agree."
 })
 
-const connectionKeys = ["url", "url_env", "embedded"] as const
 
 /**
  * The `source:` block of a `postgres` source (without `type`). Exactly one of `url`, `url_env` or `embedded`
@@ -59,7 +59,8 @@ export const PostgresConfig = Schema.Struct({
     description:
       "Connection URL, `postgres://user:password@host:5432/database`; percent-encode `#`, `?`, `/`, `@` and `%` in the user name and password. Prefer `url_env` for secrets.",
     exampleVariable: "DATABASE_URL",
-    scheme: "postgres"
+    scheme: "postgres",
+    defaultPort: 5432
   }),
   embedded: Schema.optional(EmbeddedConfig),
   tls: Schema.optional(TlsConfig),
@@ -78,14 +79,12 @@ export const PostgresConfig = Schema.Struct({
 }).pipe(
   Schema.filter(
     (config) => {
-      const given = connectionKeys.filter((key) => config[key] !== undefined)
-      if (given.length === 1 && config.embedded !== undefined && config.tls !== undefined) {
+      const problem = connectionProblem(config, { embedded: config.embedded })
+      if (problem !== undefined) return problem
+      if (config.embedded !== undefined && config.tls !== undefined) {
         return "`tls` does not apply to the embedded demo database (it listens on this machine without TLS): remove it, or connect with `url` / `url_env`"
       }
-      if (given.length === 1) return true
-      return given.length === 0
-        ? "set one of `url`, `url_env` or `embedded` to say which database to read"
-        : `set only one of \`url\`, \`url_env\` or \`embedded\` (found ${given.map((key) => `\`${key}\``).join(" and ")})`
+      return true
     },
     { identifier: "PostgresConfig" }
   ),

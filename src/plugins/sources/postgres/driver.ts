@@ -1,5 +1,4 @@
 import * as Effect from "effect/Effect"
-import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import postgres from "postgres"
 import type { SourceError } from "../../../core/errors.js"
@@ -15,6 +14,7 @@ import { openRendered } from "./rendered.js"
 import { openResult } from "./result.js"
 import type { SessionSettings } from "./session.js"
 import { queryProblem, renderForDisplay } from "./statement.js"
+import { resolveConnection } from "../../../core/source/connection.js"
 import type { TlsSettings } from "../../../core/source/postgres-tls.js"
 import { displayAddress, makeScrubber, type PostgresAddress } from "../../../core/source/postgres-url.js"
 
@@ -40,29 +40,18 @@ const MAX_CONNECTIONS = 4
  */
 const END_TIMEOUT_S = 5
 
-const resolveUrl = (
-  config: PostgresConfig,
-  context: PluginContext
-): Effect.Effect<ResolvedUrl, SourceError> => {
-  if (config.url !== undefined) return Effect.succeed({ url: Redacted.value(config.url), origin: "source.url" })
-  if (config.url_env !== undefined) {
-    const name = config.url_env
-    const value = context.env[name]
-    return value === undefined || value === ""
-      ? Effect.fail(
-          sourceError(context, `environment variable ${name} (source.url_env) is not set`, {
-            hint: `set it to the connection URL, e.g. export ${name}=postgres://user:password@host:5432/database`
-          })
-        )
-      : Effect.succeed({ url: value, origin: `environment variable ${name} (source.url_env)` })
-  }
+const resolveUrl = (config: PostgresConfig, context: PluginContext): Effect.Effect<ResolvedUrl, SourceError> => {
   // `embedded` is served where the program is put together (src/registry/embedded-source.ts): it starts the demo
   // server and passes its URL as `url`. Reaching here means this plugin value was used without that wiring.
-  return Effect.fail(
-    sourceError(context, "source.embedded: this program does not start the embedded demo PostgreSQL", {
-      hint: "run it with the rivet CLI or load the config with the built-in plugins, or set `url` / `url_env`"
-    })
-  )
+  if (config.embedded !== undefined) {
+    return Effect.fail(
+      sourceError(context, "source.embedded: this program does not start the embedded demo PostgreSQL", {
+        hint: "run it with the rivet CLI or load the config with the built-in plugins, or set `url` / `url_env`"
+      })
+    )
+  }
+  const resolved = resolveConnection(config, context, { scheme: "postgres", defaultPort: 5432, exampleVariable: "DATABASE_URL" })
+  return "url" in resolved ? Effect.succeed(resolved) : Effect.fail(sourceError(context, resolved.message, { hint: resolved.hint }))
 }
 
 /** The database an address reads (the embedded demo server's wiring names its own: src/registry/embedded-source.ts). */

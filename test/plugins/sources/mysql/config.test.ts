@@ -38,8 +38,8 @@ describe("mysql source config and URLs", () => {
     expect(text).not.toContain("hunter2x")
   })
 
-  it("needs exactly one of url and url_env, and url_env must be a variable name", () => {
-    expect(failure({})).toMatch(/set one of `url` or `url_env`/)
+  it("needs exactly one way to connect, and url_env must be a variable name", () => {
+    expect(failure({})).toMatch(/set one of `url`, `url_env`, `url_file`, `host` to say which database to read/)
     expect(failure({ url: "mysql://a@b/c", url_env: "X" })).toMatch(/set only one/)
     expect(failure({ url_env: "mysql://u:pw@h/db" })).toMatch(/NAME of an environment variable/)
     const decoded = decode({ url_env: "MYSQL_URL" })

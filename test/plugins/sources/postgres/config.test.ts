@@ -28,11 +28,13 @@ describe("postgres source config", () => {
     })
   })
 
-  it("requires exactly one of url, url_env and embedded", () => {
-    expect(decode({})).toEqual(Either.left("set one of `url`, `url_env` or `embedded` to say which database to read"))
+  it("requires exactly one way to connect: url, url_env, url_file, host (with user and database) or embedded", () => {
+    expect(decode({})).toEqual(Either.left("set one of `url`, `url_env`, `url_file`, `host`, `embedded` to say which database to read"))
     expect(decode({ url: "postgres://h/db", url_env: "X" })).toEqual(
-      Either.left("set only one of `url`, `url_env` or `embedded` (found `url` and `url_env`)")
+      Either.left("set only one way to connect (found `url` and `url_env`): a URL, or host/user/database with their password")
     )
+    expect(Either.getOrThrow(decode({ host: "db", port: 6432, user: "app", database: "shop", password_file: "pw" }))).toMatchObject({ host: "db", port: 6432 })
+    expect(decode({ host: "db", user: "app" })).toEqual(Either.left("a connection given by its parts needs `database` too (or use `url` / `url_env`)"))
   })
 
   it("takes a tls block (mode, files, accept_invalid_hostnames), not with embedded", () => {
