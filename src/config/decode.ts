@@ -381,7 +381,8 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
       source,
       exports: exports.map((spec) => (shared.has(spec.name) ? { ...spec, sharedDestination: true } : spec)),
       ...(top?.telemetry ? { telemetry: { endpoint: top.telemetry.endpoint, serviceName: top.telemetry.service_name } } : {}),
-      ...(masking ? { masking } : {})
+      ...(masking ? { masking } : {}),
+      ...(top?.parallel_exports === undefined ? {} : { parallelExports: top.parallel_exports })
     } satisfies RivetConfig)
   })
 

@@ -48,6 +48,8 @@ export interface RivetConfig {
   readonly telemetry?: TelemetryConfig | undefined
   /** `masking:`: the keys of hmac_sha256 masks. */
   readonly masking?: MaskingConfig | undefined
+  /** `parallel_exports:`: exports run at once (default 1: one after another). */
+  readonly parallelExports?: number | undefined
 }
 
 export interface ExportConfig {
@@ -233,7 +235,13 @@ export const TopLevel = Schema.Struct({
     })
   ),
   telemetry: Schema.optional(TelemetryBlock),
-  masking: Schema.optional(MaskingBlock)
+  masking: Schema.optional(MaskingBlock),
+  parallel_exports: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 16, { message: () => "must be a whole number from 1 to 16" })).annotations({
+      description:
+        "Exports run at once (default 1: one after another, in config order); each has its own source connection and lease."
+    })
+  )
 })
 
 export const DEFAULT_BATCH_SIZE = 10_000

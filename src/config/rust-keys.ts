@@ -11,8 +11,7 @@ const LOAD = `Rivet does not load into warehouses: load the exported files with 
 
 const TOP_LEVEL: Readonly<Record<string, string>> = {
   notifications: `${NOT_SUPPORTED}: act on the exit code (0 ok, 1 config/permanent, 2 retryable, 3 integrity, 4 schema drift)`,
-  parallel_exports: `${NOT_SUPPORTED}: exports run in order; use parallel: N inside a mode: chunked export`,
-  parallel_export_processes: `${NOT_SUPPORTED}: exports run in order; use parallel: N inside a mode: chunked export`,
+  parallel_export_processes: "exports run in one process here: parallel_exports: N runs N of them at once",
   load: LOAD
 }
 

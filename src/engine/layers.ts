@@ -18,10 +18,10 @@ const pluginContext = (config: RivetConfig, env: Env, concurrency: number, expor
 })
 
 /**
- * The source driver shared by a config's exports. A worker thread passes `concurrency: 1`: it reads one chunk at a
- * time on its own connections.
+ * The source driver shared by a config's exports, sized for the widest export times the exports run at once
+ * (`parallel_exports`). A worker thread passes `concurrency: 1`: it reads one chunk at a time on its own connections.
  */
-export const sourceLayer = (config: RivetConfig, env: Env, concurrency = widestParallel(config)) =>
+export const sourceLayer = (config: RivetConfig, env: Env, concurrency = widestParallel(config) * (config.parallelExports ?? 1)) =>
   guardedSource({ kind: "source", type: config.source.plugin.type, exportName: undefined }, () =>
     config.source.make(pluginContext(config, env, concurrency))
   )

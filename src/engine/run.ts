@@ -180,14 +180,19 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
     })
   const stop = options.stop ?? new AbortController().signal
   const continuous = (spec: ExportConfig) => spec.mode.followable && (options.follow === true || spec.mode.continuous)
-  // One after another, but exports reading a shared resource together (side by side, at the first of them).
+  // One after another (`parallel_exports` at a time), exports reading a shared resource together, side by side.
   const ran = new Set<string>()
+  const groups: Array<ReadonlyArray<ExportConfig>> = []
   for (const spec of selected.filter((spec) => !continuous(spec))) {
     if (ran.has(spec.name)) continue
     const together = (sharing.get(spec.name) ?? [spec.name]).map((name) => selected.find((other) => other.name === name)!)
     for (const member of together) ran.add(member.name)
-    yield* sideBySide(together, (member, readers) => runOnce(member, undefined, readers), sharing)
+    groups.push(together)
   }
+  yield* Effect.forEach(groups, (together) => sideBySide(together, (member, readers) => runOnce(member, undefined, readers), sharing), {
+    concurrency: config.parallelExports ?? 1,
+    discard: true
+  })
   // A continuous export runs window after window, each a published run, until `stop` aborts or a window fails;
   // several of them read side by side.
   yield* sideBySide(selected.filter(continuous), (spec, readers) =>
