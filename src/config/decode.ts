@@ -15,6 +15,7 @@ import {
   ExportCore,
   ExportName,
   type ExportConfig,
+  MAX_PARALLEL_EXPORTS,
   type RivetConfig,
   TopLevel
 } from "./model.js"
@@ -382,7 +383,9 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
       exports: exports.map((spec) => (shared.has(spec.name) ? { ...spec, sharedDestination: true } : spec)),
       ...(top?.telemetry ? { telemetry: { endpoint: top.telemetry.endpoint, serviceName: top.telemetry.service_name } } : {}),
       ...(masking ? { masking } : {}),
-      ...(top?.parallel_exports === undefined ? {} : { parallelExports: top.parallel_exports })
+      ...(top?.parallel_exports === undefined
+        ? {}
+        : { parallelExports: top.parallel_exports === true ? Math.min(MAX_PARALLEL_EXPORTS, exports.length) : top.parallel_exports === false ? 1 : top.parallel_exports })
     } satisfies RivetConfig)
   })
 

@@ -226,6 +226,9 @@ export const ExportCore = Schema.Struct({
 })
 export type ExportCore = typeof ExportCore.Type
 
+/** The most exports `parallel_exports` runs at once (`true` included). */
+export const MAX_PARALLEL_EXPORTS = 16
+
 export const TopLevel = Schema.Struct({
   source: Schema.Unknown.annotations({ description: "The database to read: { type: postgres, ... }." }),
   exports: Schema.Array(Schema.Unknown).annotations({ description: "The exports to run, in order." }),
@@ -237,9 +240,11 @@ export const TopLevel = Schema.Struct({
   telemetry: Schema.optional(TelemetryBlock),
   masking: Schema.optional(MaskingBlock),
   parallel_exports: Schema.optional(
-    Schema.Int.pipe(Schema.between(1, 16, { message: () => "must be a whole number from 1 to 16" })).annotations({
-      description:
-        "Exports run at once (default 1: one after another, in config order); each has its own source connection and lease."
+    Schema.Union(
+      Schema.Int.pipe(Schema.between(1, MAX_PARALLEL_EXPORTS, { message: () => `must be a whole number from 1 to ${MAX_PARALLEL_EXPORTS}, or true` })),
+      Schema.Boolean
+    ).annotations({
+      description: `Exports run at once (default 1: one after another, in config order); true: all of them, up to ${MAX_PARALLEL_EXPORTS} (the Rust rivet's spelling). Each has its own source connection and lease.`
     })
   )
 })

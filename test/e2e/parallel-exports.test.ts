@@ -46,7 +46,7 @@ const mostAtOnce = async (run: () => Promise<unknown>) => {
   return most
 }
 
-const configOf = (parallel: number | undefined, name: string) => ({
+const configOf = (parallel: number | boolean | undefined, name: string) => ({
   source: { type: "postgres", url: testPgUrl(), application_name: APPLICATION },
   ...(parallel === undefined ? {} : { parallel_exports: parallel }),
   exports: ["a", "b", "c"].map((id) => ({
@@ -71,5 +71,7 @@ describe("parallel_exports", () => {
       ["two_b", "success"],
       ["two_c", "success"]
     ])
+    // The Rust rivet's `parallel_exports: true`: all of them at once.
+    expect(await mostAtOnce(() => runExports(configOf(true, "all") as never, { configDir: dir }))).toBe(3)
   }, 60_000)
 })
