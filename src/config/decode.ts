@@ -25,7 +25,8 @@ import { type ColumnMask, readMasking } from "./masking.js"
 import { partitionOf } from "./partition.js"
 import { rustTypeHint } from "./rust-keys.js"
 import { exportKeys } from "./export-keys.js"
-import { decodeMode, keyModes, type ModeList, type SharedRead } from "./mode.js"
+import { decodeMode, keyModes, type ModeList } from "./mode.js"
+import { type SharedReader, sharedReadProblems } from "./shared-read.js"
 import { type PlacedExport, sharedDestinationExports, sharedDestinationProblems } from "./shared-destination.js"
 
 /**
@@ -394,39 +395,3 @@ export const decodeConfig = (input: DecodeInput): Effect.Effect<RivetConfig, Con
   Effect.flatMap(validateConfig(input), (result) =>
     Either.isRight(result) ? Effect.succeed(result.right) : Effect.fail(result.left[0]!)
   )
-
-interface SharedReader {
-  readonly index: number
-  readonly name: string
-  readonly read: SharedRead
-}
-
-/** Where an export reading a shared resource disagrees with the first export reading it, or repeats another's. */
-const sharedReadProblems = (reader: SharedReader, earlier: ReadonlyArray<SharedReader>): ReadonlyArray<ConfigError> => {
-  const { index, name, read } = reader
-  const first = earlier[0]!
-  const text = (value: unknown) => (value === undefined ? "unset" : JSON.stringify(value))
-  const differing = Object.entries(read.agree).flatMap(([key, value]) => {
-    const theirs = first.read.agree[key]
-    if (JSON.stringify(value) === JSON.stringify(theirs)) return []
-    return [
-      new ConfigError({
-        path: `exports[${index}].${key}`,
-        message: `export '${name}' reads ${read.resource} with export '${first.name}' (exports[${first.index}]), which has ${key} ${text(theirs)}, not ${text(value)}`,
-        hint: `the exports reading ${read.resource} share its ${key}: set the same value, or give this export its own`
-      })
-    ]
-  })
-  const same = Object.entries(read.distinct).flatMap(([key, value]) => {
-    const other = earlier.find((candidate) => JSON.stringify(candidate.read.distinct[key]) === JSON.stringify(value))
-    if (other === undefined) return []
-    return [
-      new ConfigError({
-        path: `exports[${index}].${key}`,
-        message: `export '${name}' reads ${read.resource} with export '${other.name}' (exports[${other.index}]), and both have ${key} ${text(value)}`,
-        hint: `each export reading ${read.resource} needs its own ${key}: give one of them its own`
-      })
-    ]
-  })
-  return [...differing, ...same]
-}

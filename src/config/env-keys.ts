@@ -1,5 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { unreadableReason } from "../core/source/connection.js"
 import { joinPath } from "./issues.js"
 
 /** An environment variable a `*_env` key names that the environment does not provide. */
@@ -72,9 +73,7 @@ export const unreadableSourceFiles = (value: unknown, configDir: string): Readon
         fs.accessSync(file, fs.constants.R_OK)
         return []
       } catch (cause) {
-        const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
-        const reason = code === "ENOENT" ? "does not exist" : code === "EACCES" ? "cannot be read (permission denied)" : `cannot be read (${code})`
-        return [{ path: `${at}.${key}`, file, reason }]
+        return [{ path: `${at}.${key}`, file, reason: unreadableReason(cause) }]
       }
     })
   )

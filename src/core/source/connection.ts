@@ -68,15 +68,19 @@ export interface ConnectionTemplate {
 export type ConnectionFailure = { readonly message: string; readonly hint: string }
 
 /** The first line of a file, relative to the config's directory; a failure names the key and the file. */
+/** Why a file could not be read, as the end of a sentence naming it: `does not exist`, `cannot be read (…)`. */
+export const unreadableReason = (cause: unknown): string => {
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+  return code === "ENOENT" ? "does not exist" : code === "EACCES" ? "cannot be read (permission denied)" : `cannot be read (${code || String(cause)})`
+}
+
 const readSecretFile = (key: string, given: string, configDir: string): string | ConnectionFailure => {
   const file = path.resolve(configDir, given)
   try {
     // A secret file usually ends with a newline (echo, an editor, a Kubernetes secret written by a tool).
     return fs.readFileSync(file, "utf8").replace(/\r?\n$/, "")
   } catch (cause) {
-    const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
-    const reason = code === "ENOENT" ? "does not exist" : code === "EACCES" ? "cannot be read (permission denied)" : `cannot be read (${code || String(cause)})`
-    return { message: `the file ${file} (source.${key}) ${reason}`, hint: `point source.${key} at a readable file, relative to the config file's directory` }
+    return { message: `the file ${file} (source.${key}) ${unreadableReason(cause)}`, hint: `point source.${key} at a readable file, relative to the config file's directory` }
   }
 }
 

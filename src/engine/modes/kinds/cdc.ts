@@ -139,9 +139,9 @@ const storedPosition = (ctx: ExportContext) =>
 const confirmable = (ctx: ExportContext, reached: string) =>
   Effect.gen(function* () {
     let least = reached
-    for (const name of ctx.sharing ?? []) {
-      if (name.exportName === ctx.spec.name) continue
-      const stored = Option.getOrUndefined(yield* ctx.state.cursor(name.exportName))
+    for (const reader of ctx.sharing ?? []) {
+      if (reader.exportName === ctx.spec.name) continue
+      const stored = Option.getOrUndefined(yield* ctx.state.cursor(reader.exportName))
       if (stored?.column !== POSITION) return undefined
       if (stored.value < least) least = stored.value
     }

@@ -7,7 +7,8 @@ import * as Scope from "effect/Scope"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import type { SourceError } from "../../../../core/errors.js"
 import type { ChangeFeed, ChangeRequest, SharedReader } from "../../../../core/plugin.js"
-import { type FeedSetup, openStream } from "./feed.js"
+import { openStream } from "./feed.js"
+import type { FeedSetup } from "./setup.js"
 
 /**
  * Exports of one config reading the same slot (`ChangeRequest.readers`) share one replication stream: each export's
