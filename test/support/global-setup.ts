@@ -8,6 +8,7 @@ import * as Scope from "effect/Scope"
 import postgres from "postgres"
 import type { TestProject } from "vitest/node"
 import { startEmbeddedServer } from "../../src/embedded-postgres/server.js"
+import { BINLOG_OPTIONS, cannotStartMariadb, startTestMariadb } from "./mariadb-server.js"
 import { DEFAULT_MYSQL_URL, mysqlAnswers } from "./mysql-probe.js"
 import { logicalReplication, slotsBeforeTests } from "./replication.js"
 
@@ -93,12 +94,14 @@ export default async function setup(project: TestProject) {
   const services = await shared.rivetTestServices
   project.provide("pgUrl", services.pgUrl)
   project.provide("mysqlUrl", services.mysqlUrl)
+  project.provide("mysqlBinlogUrl", services.mysqlBinlogUrl)
   return first ? services.teardown : undefined
 }
 
 interface TestServices {
   readonly pgUrl: string
   readonly mysqlUrl: string
+  readonly mysqlBinlogUrl: string
   readonly teardown: () => Promise<void>
 }
 
@@ -114,12 +117,14 @@ const findServices = async (): Promise<TestServices> => {
     if (slots !== undefined) console.log(slots)
   }
   const mysqlUrl = await findMysql()
+  const binlog = await findBinlogMysql()
   const dropState = process.env["RIVET_TEST_STATE"] === "postgres" ? await keepStateIn(found.url) : undefined
   const teardown = async () => {
     await dropState?.()
+    await binlog.teardown?.()
     await found.teardown?.()
   }
-  return { pgUrl: found.url, mysqlUrl, teardown }
+  return { pgUrl: found.url, mysqlUrl, mysqlBinlogUrl: binlog.url, teardown }
 }
 
 /** Points RIVET_STATE_URL at a schema of its own for this test run; returns what drops it again. */
@@ -173,9 +178,40 @@ const findMysql = async (): Promise<string> => {
   return ""
 }
 
+/**
+ * The MariaDB with a row-based binary log of the MySQL change-data-capture tests: RIVET_TEST_MYSQL_BINLOG_URL when
+ * set, else one started for this test run on a temporary data directory (the machine's server has no binary log);
+ * "" when neither: those tests are skipped.
+ */
+const findBinlogMysql = async (): Promise<{ url: string; teardown?: () => Promise<void> }> => {
+  const explicit = process.env["RIVET_TEST_MYSQL_BINLOG_URL"]
+  if (explicit !== undefined) {
+    console.log(`MySQL CDC tests use ${explicit.replace(/^mysql:\/\/(?:[^@/]*@)?/, "")} (RIVET_TEST_MYSQL_BINLOG_URL)`)
+    return { url: explicit }
+  }
+  const why = await cannotStartMariadb()
+  if (why !== undefined) {
+    console.warn(`MySQL CDC tests SKIPPED: no server with a binary log (${why}; or set RIVET_TEST_MYSQL_BINLOG_URL)`)
+    return { url: "" }
+  }
+  const startedAt = Date.now()
+  try {
+    const server = await startTestMariadb(BINLOG_OPTIONS)
+    console.log(
+      `MySQL CDC tests use a MariaDB with a binary log at 127.0.0.1:${server.port}/test ` +
+        `(started in ${((Date.now() - startedAt) / 1000).toFixed(1)} s)`
+    )
+    return { url: server.url, teardown: server.stop }
+  } catch (cause) {
+    console.warn(`MySQL CDC tests SKIPPED: ${cause instanceof Error ? cause.message.split("\n")[0] : String(cause)}`)
+    return { url: "" }
+  }
+}
+
 declare module "vitest" {
   export interface ProvidedContext {
     pgUrl: string
     mysqlUrl: string
+    mysqlBinlogUrl: string
   }
 }

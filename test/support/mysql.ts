@@ -13,3 +13,6 @@ export const noMysql = (): boolean => testMysqlUrl() === ""
 /** A connection for setting up test tables (multiple statements allowed), closed by the caller. */
 export const adminConnection = () =>
   mysql.createConnection({ uri: testMysqlUrl(), multipleStatements: true, dateStrings: true, supportBigNumbers: true, bigNumberStrings: true })
+
+/** The MariaDB with a binary log (test/support/global-setup.ts), or "" when none: the MySQL CDC tests are skipped. */
+export const testMysqlBinlogUrl = (): string => inject("mysqlBinlogUrl")
