@@ -106,7 +106,7 @@ const changeLogChecks = (source: SourceDriverShape, spec: ExportConfig, threshol
     const error = new ConfigError({
       path: `export '${spec.name}'.mode`,
       message: `the ${source.label} source cannot read a change log (mode: cdc)`,
-      hint: "use a source with change data capture (postgres), or another mode"
+      hint: "use a source with change data capture (postgres, mysql), or another mode"
     })
     return Effect.succeed([{ name, error }])
   }

@@ -108,7 +108,7 @@ describe("rivet doctor on mode: cdc exports", () => {
       "[OK]  Source Memory",
       "[OK]  Export orders",
       "[FAIL] Change log orders: export 'orders'.mode: the Memory source cannot read a change log (mode: cdc)",
-      "       Hint: use a source with change data capture (postgres), or another mode",
+      "       Hint: use a source with change data capture (postgres, mysql), or another mode",
       "[OK]  Destination Memory"
     ])
   })

@@ -33,6 +33,11 @@ export interface ChangeRequest {
   /** The source's name for the set of tables logged for it (PostgreSQL: the publication). */
   readonly publication: string
   /**
+   * The id the export reads the log under as a replica (MySQL: `cdc.server_id`, unique among the server's
+   * replicas); absent when the config gives none (a source that needs one says so).
+   */
+  readonly serverId?: number | undefined
+  /**
    * When several exports of the config read the same `slot`: their names, this one's included, in config order.
    * The source reads the log once for all of them once each has opened its feed (their runs go side by side), and
    * each feed has its own table's changes; requests of one slot agree on everything but the export, table, `from`

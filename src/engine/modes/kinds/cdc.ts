@@ -31,6 +31,12 @@ const CdcBlock = Schema.Struct({
       description: "cdc: the publication (default: the slot's name), created FOR TABLE on the first run if missing (for every table of the exports sharing the slot)."
     })
   ),
+  server_id: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 4_294_967_295)).annotations({
+      description:
+        "cdc, MySQL / MariaDB (required there): the server id the export reads the binary log under as a replica, 1 to 4294967295, unique among the server's replicas and other readers (the server ends a reader whose id another one takes)."
+    })
+  ),
   initial: Schema.optional(
     Schema.Literal("snapshot", "none").annotations({
       description: "cdc: snapshot (default) exports the table's rows on the slot's snapshot first; none starts with the changes from the first run on."
@@ -64,6 +70,7 @@ interface CdcSettings {
   readonly kind: "cdc"
   readonly slot?: string | undefined
   readonly publication?: string | undefined
+  readonly serverId?: number | undefined
   readonly initial: "snapshot" | "none"
   readonly untilCurrent: boolean
   readonly rollover?: number | undefined
@@ -98,6 +105,7 @@ export const changeRequestOf = (
     table: spec.table!,
     slot: slotOf(spec.name, settings),
     publication: publicationOf(spec.name, settings),
+    serverId: settings.serverId,
     readers: sharing !== undefined && sharing.length > 1 ? sharing : undefined,
     from,
     snapshot: from === undefined && settings.initial === "snapshot",
@@ -117,7 +125,7 @@ const changesOf = (ctx: ExportContext): Effect.Effect<SourceChanges, ConfigError
         new ConfigError({
           path: `export '${ctx.spec.name}'.mode`,
           message: `the ${ctx.source.label} source cannot read a change log (mode: cdc)`,
-          hint: "use a source with change data capture (postgres), or another mode"
+          hint: "use a source with change data capture (postgres, mysql), or another mode"
         })
       )
     : Effect.succeed(ctx.source.changes)
@@ -278,6 +286,7 @@ export const cdcMode = defineMode({
       kind: "cdc" as const,
       slot: block.slot,
       publication: block.publication,
+      serverId: block.server_id,
       initial: block.initial ?? "snapshot",
       untilCurrent: block.until_current ?? true,
       rollover: block.rollover,
@@ -299,6 +308,7 @@ export const cdcMode = defineMode({
       resource: `replication slot ${slotOf(exportName, settings)}`,
       agree: {
         "cdc.publication": publicationOf(exportName, settings),
+        "cdc.server_id": settings.serverId,
         "cdc.initial": settings.initial,
         "cdc.until_current": settings.untilCurrent,
         "cdc.commit_interval": settings.commitIntervalMs,

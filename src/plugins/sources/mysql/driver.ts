@@ -4,6 +4,7 @@ import type { SourceError } from "../../../core/errors.js"
 import type { PluginContext, SourceDriverShape, SourceQuery } from "../../../core/plugin.js"
 import { tableOf } from "../../../core/plugin.js"
 import { type ResolvedConnection, resolveConnection } from "../../../core/source/connection.js"
+import { mysqlChanges } from "./cdc/changes.js"
 import type { MysqlConfig } from "./config.js"
 import { type ErrorContext, sourceError } from "./errors.js"
 import { describeQuery, estimateQueryRows, queryBounds } from "./inspect.js"
@@ -79,6 +80,7 @@ export const makeMysqlDriver = (
       describe,
       bounds,
       render: renderForDisplay,
-      estimateRows
+      estimateRows,
+      changes: mysqlChanges({ address, settings, zeroDatesAsNull, context: errors })
     }
   })

@@ -1,7 +1,8 @@
 import { type Batch, batchFromColumns, type BatchSchema, type ColumnData, formatLogicalType } from "../../../../core/batch.js"
 import { type FieldSink, int16At, int32At, uint32At } from "../binary-wire.js"
 import { DecodeFailure } from "../decode.js"
-import { CHANGE_COLUMNS, ChangeColumnsBuilder, type ChangeOp } from "./change-columns.js"
+import type { ChangeColumnsBuilder, ChangeOp } from "../../../../core/columns/change-columns.js"
+import { CHANGE_COLUMNS, changeColumnsBuilder } from "./change-columns.js"
 import { lsnAt, POSITION_TEXT_BYTES, writePositionText } from "./positions.js"
 import { kindText, malformed, PgoutputError, type Relation } from "./relation.js"
 
@@ -160,7 +161,7 @@ export class PgoutputDecoder {
     const previous = this.relations.get(relation.oid)
     if (previous !== undefined) this.cut(previous)
     const capacity = Math.min(this.batchRows, INITIAL_ROWS)
-    const changeColumns = target === undefined ? undefined : (previous?.changeColumns ?? new ChangeColumnsBuilder(capacity))
+    const changeColumns = target === undefined ? undefined : (previous?.changeColumns ?? changeColumnsBuilder(capacity))
     const sinks = target === undefined ? [] : target.sinks.map((make) => make(capacity))
     const names = target === undefined ? [] : relation.columns.map((column) => utf8Encoder.encode(column.name))
     this.relations.set(

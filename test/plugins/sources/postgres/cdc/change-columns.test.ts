@@ -1,11 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { type BatchSchema, batchFromColumns, batchToRows, type Column, type ColumnData, makeBatch } from "../../../../../src/core/batch.js"
-import {
-  CHANGE_COLUMNS,
-  ChangeColumnsBuilder,
-  changeSchema,
-  snapshotChangeColumns
-} from "../../../../../src/plugins/sources/postgres/cdc/change-columns.js"
+import { ChangeColumnsBuilder } from "../../../../../src/core/columns/change-columns.js"
+import { CHANGE_COLUMNS, changeSchema, snapshotChangeColumns } from "../../../../../src/plugins/sources/postgres/cdc/change-columns.js"
 import { positionText, writePositionText } from "../../../../../src/plugins/sources/postgres/cdc/positions.js"
 
 // The change metadata columns: their schema, the snapshot's columns, and the builder the decoder writes them with.
@@ -83,7 +79,7 @@ describe("snapshotChangeColumns", () => {
 
 describe("ChangeColumnsBuilder", () => {
   it("writes change rows, __unchanged naming the columns added before each row, and starts again after reset", () => {
-    const builder = new ChangeColumnsBuilder(2)
+    const builder = new ChangeColumnsBuilder(2, 17)
     const utf8 = (text: string) => new TextEncoder().encode(text)
     const position = positionBytes(LSN)
     const commit = 1_706_067_200_123_456 // 2024-01-24T03:33:20.123456Z
