@@ -13,7 +13,7 @@ import { planQuery, schemaOf } from "../result.js"
 import { openSession, type Session, type SessionSettings } from "../session.js"
 import type { MysqlAddress } from "../url.js"
 import { type BinlogPosition, comparePositions, parsePosition, positionText } from "./position.js"
-import { BinlogReader } from "./reader.js"
+import { BinlogReader, type Planned } from "./reader.js"
 import { checkNotPurged, currentPosition, LOG_BIN_HINT, readServer } from "./server.js"
 import { snapshotRows, startSnapshot } from "./snapshot.js"
 
@@ -61,7 +61,7 @@ export const planChanges = (session: Session, query: SourceQuery, context: Error
     const { plans } = yield* planQuery(session, query, context)
     const changes = changeSchema(MYSQL_CHANGE_COLUMNS, schemaOf(plans).columns)
     if ("problem" in changes) return yield* Effect.fail(sourceError(context, changes.problem.reason, { hint: changes.problem.fix }))
-    return { plans, schema: changes.schema }
+    return { plans, schema: changes.schema } satisfies Planned
   })
 
 /** What a feed needs the config to say: the replica id, one reader of the log per export. */
@@ -88,6 +88,40 @@ const checkServer = (session: Session, context: ErrorContext) =>
       : Effect.fail(sourceError(context, `the server's binary log cannot feed change data capture: ${wrong} (ROW with FULL row images needed)`, { hint: LOG_BIN_HINT }))
   })
 
+/** The plans of the columns the log names, in its order, from the catalog's; a column gone since is an error. */
+const plannedFor = (catalog: Planned, names: ReadonlyArray<string>, context: ErrorContext, exportName: string) => {
+  const byName = new Map(catalog.plans.map((plan) => [plan.name, plan]))
+  const missing = names.filter((name) => !byName.has(name))
+  if (missing.length > 0) {
+    return Effect.fail(
+      sourceError(context, `the table's columns ${missing.join(", ")} in the binary log at the published position no longer exist: the values of a dropped column cannot be planned`, {
+        hint: `rivet state reset -e ${exportName} starts the export again from a new snapshot`
+      })
+    )
+  }
+  const plans = names.map((name) => byName.get(name)!)
+  return Effect.succeed({ plans, schema: { columns: [...MYSQL_CHANGE_COLUMNS, ...schemaOf(plans).columns] } })
+}
+
+/** A reader's batches; `ended` gets where it ended once the last was taken. */
+const changesOf = (reader: BinlogReader, context: ErrorContext, ended: (reached: { position: BinlogPosition; end: FeedEnd }) => void) => {
+  const next = Effect.tryPromise({
+    try: () => reader.next(),
+    catch: (cause) => (cause instanceof SourceError ? cause : sourceError(context, String(cause)))
+  })
+  return Stream.repeatEffectOption(
+    next.pipe(
+      Effect.mapError(Option.some),
+      Effect.flatMap((batch) => {
+        if (batch !== undefined) return Effect.succeed(batch)
+        const reached = reader.reached()
+        if (reached !== undefined) ended(reached)
+        return Effect.fail(Option.none())
+      })
+    )
+  )
+}
+
 /**
  * Opens an export's change feed (see `SourceChanges.open`): on a first run the table's rows on a snapshot consistent
  * with a binary log position, then the changes from that position (or from the published one) until the stop rules
@@ -101,7 +135,7 @@ export const openFeed = (setup: FeedSetup, request: ChangeRequest): Effect.Effec
     const query = tableQuery(setup, request)
     const control = yield* openControl(setup, context)
     yield* checkServer(control, context)
-    const { plans, schema } = yield* planChanges(control, query, context)
+    const catalog = yield* planChanges(control, query, context)
     let start: BinlogPosition
     let snapshot: Stream.Stream<Batch, SourceError> = Stream.empty
     if (request.from !== undefined) {
@@ -121,7 +155,7 @@ export const openFeed = (setup: FeedSetup, request: ChangeRequest): Effect.Effec
       const reading = yield* Scope.extend(openControl(setup, context), snapshotScope)
       start = yield* startSnapshot(reading, context)
       const pieces = request.snapshotPieces?.filters ?? [[]]
-      snapshot = snapshotRows(reading, query, pieces, schema, start, setup.zeroDatesAsNull, context).pipe(
+      snapshot = snapshotRows(reading, query, pieces, catalog.schema, start, setup.zeroDatesAsNull, context).pipe(
         Stream.ensuring(Scope.close(snapshotScope, Exit.void))
       )
     } else {
@@ -129,55 +163,44 @@ export const openFeed = (setup: FeedSetup, request: ChangeRequest): Effect.Effec
     }
     // The log's end once the start is known: a first run's snapshot position is never past it.
     const target = request.untilCurrent ? yield* currentPosition(control, context) : undefined
-    let reached: { position: BinlogPosition; end: FeedEnd } | undefined
-    const changes = Stream.unwrapScoped(
-      Effect.gen(function* () {
-        if (target !== undefined && comparePositions(start, target) >= 0) {
-          reached = { position: start, end: { _tag: "Current" } }
-          return Stream.empty
-        }
-        const reader = yield* Effect.acquireRelease(
-          Effect.sync(
-            () =>
-              new BinlogReader({
-                address: setup.address,
-                serverId: request.serverId!,
-                table: tableOfRequest(setup, request),
-                plans,
-                schema,
-                from: start,
-                rules: {
-                  target,
-                  maxEvents: request.maxEvents,
-                  deadline: request.untilCurrent || request.windowMs === undefined ? undefined : Date.now() + request.windowMs,
-                  signal: request.stop
-                },
-                batchRows: Math.max(1, request.batchSize),
-                batchBytes: BATCH_BYTES,
-                zeroDatesAsNull: setup.zeroDatesAsNull,
-                context
-              })
-          ),
-          (reader) => Effect.sync(() => reader.close())
-        )
-        const next = Effect.tryPromise({
-          try: () => reader.next(),
-          catch: (cause) => (cause instanceof SourceError ? cause : sourceError(context, String(cause)))
-        })
-        return Stream.repeatEffectOption(
-          next.pipe(
-            Effect.mapError(Option.some),
-            Effect.flatMap((batch) => {
-              if (batch !== undefined) return Effect.succeed(batch)
-              reached = reader.reached()
-              return Effect.fail(Option.none())
-            })
-          )
-        )
+    const readerOf = (planned: Planned | undefined) =>
+      new BinlogReader({
+        address: setup.address,
+        serverId: request.serverId!,
+        table: tableOfRequest(setup, request),
+        planned,
+        from: start,
+        rules: {
+          target,
+          maxEvents: request.maxEvents,
+          deadline: request.untilCurrent || request.windowMs === undefined ? undefined : Date.now() + request.windowMs,
+          signal: request.stop
+        },
+        batchRows: Math.max(1, request.batchSize),
+        batchBytes: BATCH_BYTES,
+        zeroDatesAsNull: setup.zeroDatesAsNull,
+        context
       })
-    )
+    const acquire = (make: () => BinlogReader) => Effect.acquireRelease(Effect.sync(make), (reader) => Effect.sync(() => reader.close()))
+    let reached: { position: BinlogPosition; end: FeedEnd } | undefined
+    let planned: Planned = catalog
+    let changes: Stream.Stream<Batch, SourceError> = Stream.empty
+    if (target !== undefined && comparePositions(start, target) >= 0) {
+      reached = { position: start, end: { _tag: "Current" } }
+    } else if (request.from !== undefined) {
+      // The table's columns at the published position may not be today's (a column added since): the log's first
+      // table map of the table names them, and the feed's schema follows it.
+      const reader = yield* acquire(() => readerOf(undefined))
+      const names = yield* Effect.promise(() => reader.shape)
+      planned = names === undefined ? catalog : yield* plannedFor(catalog, names, context, request.exportName)
+      reader.usePlan(planned)
+      changes = changesOf(reader, context, (ended) => (reached = ended))
+    } else {
+      // After a snapshot (or from the log's end now): the catalog's columns are the log's from here on.
+      changes = Stream.unwrapScoped(Effect.map(acquire(() => readerOf(catalog)), (reader) => changesOf(reader, context, (ended) => (reached = ended))))
+    }
     return {
-      schema,
+      schema: planned.schema,
       from: positionText(start),
       batches: Stream.concat(snapshot, changes),
       reached: Effect.suspend(() =>

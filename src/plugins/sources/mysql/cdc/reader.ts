@@ -20,12 +20,18 @@ export interface StopRules {
   readonly signal?: AbortSignal | undefined
 }
 
+/** How change rows are written: the table's columns' plans and the batch schema (change columns, then those). */
+export interface Planned {
+  readonly plans: ReadonlyArray<ColumnPlan>
+  readonly schema: BatchSchema
+}
+
 export interface ReaderOptions {
   readonly address: MysqlAddress
   readonly serverId: number
   readonly table: { readonly schema: string; readonly name: string }
-  readonly plans: ReadonlyArray<ColumnPlan>
-  readonly schema: BatchSchema
+  /** Absent: the table's shape at `from` is not known; the reader waits at its first table map (`shape`, `usePlan`). */
+  readonly planned?: Planned | undefined
   readonly from: BinlogPosition
   readonly rules: StopRules
   readonly batchRows: number
@@ -65,8 +71,15 @@ const touches = (query: string, table: { readonly schema: string; readonly name:
 export class BinlogReader {
   private readonly zongji: ZongJi
   private readonly ready: Array<Batch> = []
-  private readonly decoders: ReadonlyArray<ColumnDecoder>
+  private planned: Planned | undefined
+  private decoders: ReadonlyArray<ColumnDecoder> = []
   private readonly changes: ChangeColumnsBuilder
+  private shapeFound: ((names: ReadonlyArray<string> | undefined) => void) | undefined
+  /**
+   * Without a plan: the table's column names at its first table map in the log (the reader waits there for
+   * `usePlan`), or undefined when the feed ends before one.
+   */
+  readonly shape: Promise<ReadonlyArray<string> | undefined>
   private file: string
   /** The last transaction boundary: every change before it has been read. */
   private boundary: BinlogPosition
@@ -89,9 +102,9 @@ export class BinlogReader {
   constructor(private readonly options: ReaderOptions) {
     this.file = options.from.file
     this.boundary = options.from
-    const capacity = Math.min(options.batchRows, 4096)
-    this.decoders = options.plans.map((plan) => columnDecoder(plan, capacity))
-    this.changes = new ChangeColumnsBuilder(capacity, 40)
+    this.changes = new ChangeColumnsBuilder(Math.min(options.batchRows, 4096), 40)
+    this.shape = new Promise((resolve) => (this.shapeFound = resolve))
+    if (options.planned !== undefined) this.usePlan(options.planned)
     this.zongji = new ZongJi({
       ...connectionOptions(options.address),
       // Exact values: dates and times as UTC text, JSON as text, big integers and decimals as text.
@@ -111,6 +124,19 @@ export class BinlogReader {
       includeSchema: { [options.table.schema]: [options.table.name] }
     })
   }
+
+  /** Sets how rows are written (and goes on reading when the reader waited for it). */
+  usePlan(planned: Planned): void {
+    this.planned = planned
+    this.decoders = planned.plans.map((plan) => columnDecoder(plan, Math.min(this.options.batchRows, 4096)))
+    this.shapeFound = undefined
+    if (this.waitingForPlan) {
+      this.waitingForPlan = false
+      this.zongji.connection?.resume()
+    }
+  }
+
+  private waitingForPlan = false
 
   private failureOf(error: unknown): SourceError {
     const errno = (error as { errno?: unknown }).errno
@@ -197,13 +223,20 @@ export class BinlogReader {
 
   /** The table's columns in the log differ from the plan's: the feed ends before them, or fails when nothing was read. */
   private checkTableMap(event: BinlogEvent): void {
-    const { table, plans } = this.options
+    const { table } = this.options
     if (event["schemaName"] !== table.schema || event["tableName"] !== table.name) return
     const names = event["columnNames"]
-    if (!Array.isArray(names)) return // no column names in the log (binlog_row_metadata is not FULL): the DDL statement tells
-    const planned = plans.map((plan) => plan.name)
-    if (names.length === planned.length && names.every((name, i) => name === planned[i])) return
-    const detail = `the table's columns in the binary log (${names.join(", ")}) differ from its columns now (${planned.join(", ")})`
+    const known = Array.isArray(names) ? (names as ReadonlyArray<string>) : undefined
+    if (this.planned === undefined) {
+      this.waitingForPlan = true
+      this.zongji.connection?.pause()
+      this.shapeFound?.(known)
+      return
+    }
+    if (known === undefined) return // no column names in the log (binlog_row_metadata is not FULL): the DDL statement tells
+    const planned = this.planned.plans.map((plan) => plan.name)
+    if (known.length === planned.length && known.every((name, i) => name === planned[i])) return
+    const detail = `the table's columns in the binary log (${known.join(", ")}) differ from its columns now (${planned.join(", ")})`
     if (this.endBeforeSchemaChange(detail)) return
     throw sourceError(this.options.context, `${detail} at ${positionText(this.boundary)}: its definition changed more than once since the published position`, {
       hint: `rivet state reset -e ${this.options.context.exportName ?? "<export>"} starts the export again from a new snapshot`
@@ -228,7 +261,8 @@ export class BinlogReader {
   }
 
   private appendRow(op: ChangeOp, row: Record<string, unknown>): void {
-    const { plans, zeroDatesAsNull, context } = this.options
+    const { zeroDatesAsNull, context } = this.options
+    const plans = this.planned!.plans
     for (let c = 0; c < plans.length; c++) {
       const plan = plans[c]!
       try {
@@ -283,7 +317,7 @@ export class BinlogReader {
     this.changes.finishInto(columns)
     for (const decoder of this.decoders) columns.push(decoder.finish())
     this.changes.reset()
-    this.ready.push(batchFromColumns(this.options.schema, columns))
+    this.ready.push(batchFromColumns(this.planned!.schema, columns))
     this.rows = 0
     if (this.ready.length >= READY_LIMIT && !this.paused) {
       this.paused = true
@@ -295,6 +329,7 @@ export class BinlogReader {
   private finish(end: FeedEnd): void {
     this.flush()
     this.end = end
+    this.shapeFound?.(undefined)
     this.stop()
     this.signal()
   }
@@ -302,6 +337,7 @@ export class BinlogReader {
   private fail(error: SourceError): void {
     if (this.failure !== undefined || this.end !== undefined || this.closing) return
     this.failure = error
+    this.shapeFound?.(undefined)
     this.stop()
     this.signal()
   }
