@@ -41,15 +41,19 @@ const rowsOf = (plan: PlannedExport): Array<[string, string]> => {
   if (plan.window) rows.push(["window", `${plan.window.column} from ${plan.window.from} to ${plan.window.to}`])
   if (plan.changes) {
     const { slot, publication, from, snapshot, slot_confirmed, current, pending_bytes } = plan.changes
-    rows.push(["slot", `${slot} (publication ${publication}): ${slot_confirmed === null ? "not created yet" : `confirmed at ${slot_confirmed}`}`])
+    if (slot !== null) {
+      rows.push(["slot", `${slot} (publication ${publication}): ${slot_confirmed === null ? "not created yet" : `confirmed at ${slot_confirmed}`}`])
+    }
     const start =
       from !== null
         ? `after ${from}`
         : snapshot
           ? "first run: the table's snapshot, then the changes"
-          : slot_confirmed === null
-            ? "first run: the changes from the slot's creation on"
-            : `first run: the changes after the slot's position ${slot_confirmed}`
+          : slot === null
+            ? "first run: the changes from the log's end on"
+            : slot_confirmed === null
+              ? "first run: the changes from the slot's creation on"
+              : `first run: the changes after the slot's position ${slot_confirmed}`
     rows.push(["changes", `${start}${current === null ? "" : ` up to ${current}`}`])
     if (pending_bytes !== null) rows.push(["pending WAL", formatBytes(pending_bytes)])
   }

@@ -119,7 +119,7 @@ const changeLogChecks = (source: SourceDriverShape, spec: ExportConfig, threshol
           ? { detail: check.detail }
           : { error: new SourceError({ source: source.label, message: check.detail, hint: check.hint, retryable: false }) })
       })),
-      slotCheck(spec, request.slot, status, threshold)
+      ...(status.positionOnServer === false ? [] : [slotCheck(spec, request.slot, status, threshold)])
     ]),
     Effect.catchAll((error) => Effect.succeed([{ name, error }]))
   )

@@ -108,6 +108,11 @@ export interface ChangeLogStatus {
   /** The log's current position. */
   readonly current?: ChangePosition | undefined
   /**
+   * False when the source keeps no reading position on the server (MySQL: a replica holds none; the published
+   * position lives in the state alone, and `slot` means nothing). Default true (a PostgreSQL slot).
+   */
+  readonly positionOnServer?: boolean | undefined
+  /**
    * The columns a feed opened now would write — the source's change columns, then the table's — as `ChangeFeed.schema`
    * (for `rivet plan`); absent when the source cannot tell (the table is missing, a column cannot be read).
    */

@@ -45,8 +45,9 @@ const PlannedChunks = Schema.Struct({
 
 /** cdc: the change log the run reads, as the source showed it when the plan was made. */
 const PlannedChanges = Schema.Struct({
-  slot: Schema.String,
-  publication: Schema.String,
+  /** Null where the source keeps no reading position on the server (MySQL). */
+  slot: Schema.NullOr(Schema.String),
+  publication: Schema.NullOr(Schema.String),
   /** The published position the run continues after (`null`: the first run). */
   from: Schema.NullOr(Schema.String),
   /** The first run reads the table's rows on the slot's snapshot first. */

@@ -247,8 +247,8 @@ const prepareCdc = Effect.fn("Modes.cdc")(function* (ctx: ExportContext, setting
         ...(columns ? { columns } : {}),
         estimated_rows: null,
         changes: {
-          slot: request.slot,
-          publication: request.publication,
+          slot: status.positionOnServer === false ? null : request.slot,
+          publication: status.positionOnServer === false ? null : request.publication,
           from: from ?? null,
           snapshot: request.snapshot,
           slot_confirmed: status.slot?.confirmed ?? null,

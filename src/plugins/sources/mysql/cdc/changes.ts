@@ -71,6 +71,7 @@ const inspect = (setup: FeedSetup, request: ChangeRequest) =>
       return {
         checks,
         current: now === undefined ? undefined : positionText(now),
+        positionOnServer: false,
         schema: planned._tag === "Right" ? planned.right.schema : undefined
       } satisfies ChangeLogStatus
     })
