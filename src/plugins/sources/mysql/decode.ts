@@ -97,6 +97,12 @@ type Builder = NumberBuilder | BoolBuilder | BinaryBuilder
 export interface ColumnDecoder {
   /** Appends one value (null for SQL NULL); throws `ZeroDate` / `BadValue`. */
   readonly append: (bytes: Buffer | null) => void
+  /**
+   * Appends a value that arrived as a JS string or number rather than the text protocol's bytes (a binary log row
+   * image): the same value `append` would give for its text, without making those bytes where the builder takes it
+   * as it is.
+   */
+  readonly appendValue: (value: string | number) => void
   readonly appendNull: () => void
   /** The batch's column; the builder is then reset for the next batch (buffers sized from this one). */
   readonly finish: () => ColumnData
@@ -113,8 +119,14 @@ const integerText = (bytes: Buffer): number => {
 
 /** A builder and decoder for one column, reused batch after batch (about `capacity` rows each). */
 export const columnDecoder = (plan: ColumnPlan, capacity: number): ColumnDecoder => {
-  const make = (builder: Builder, append: (bytes: Buffer) => void, size: () => number): ColumnDecoder => ({
+  const make = (
+    builder: Builder,
+    append: (bytes: Buffer) => void,
+    size: () => number,
+    direct?: (value: string | number) => void
+  ): ColumnDecoder => ({
     append: (bytes) => (bytes === null ? builder.appendNull() : append(bytes)),
+    appendValue: direct ?? ((value) => append(Buffer.from(String(value), "latin1"))),
     appendNull: () => builder.appendNull(),
     finish: () => {
       const column = builder.finish()
@@ -127,16 +139,19 @@ export const columnDecoder = (plan: ColumnPlan, capacity: number): ColumnDecoder
     case "int16":
     case "int32": {
       const builder = new NumberBuilder(plan.decode, capacity)
-      return make(builder, (bytes) => builder.push(integerText(bytes)), () => builder.length * builder.width)
+      const append = (bytes: Buffer) => builder.push(integerText(bytes))
+      return make(builder, append, () => builder.length * builder.width, (value) =>
+        typeof value === "number" ? builder.push(value) : append(Buffer.from(value, "latin1"))
+      )
     }
     case "int64": {
       const builder = new NumberBuilder("int64", capacity)
-      return make(builder, (bytes) => builder.pushBigInt(BigInt(text(bytes))), () => builder.length * 8)
+      return make(builder, (bytes) => builder.pushBigInt(BigInt(text(bytes))), () => builder.length * 8, (value) => builder.pushBigInt(BigInt(value)))
     }
     case "float32":
     case "float64": {
       const builder = new NumberBuilder(plan.decode, capacity)
-      return make(builder, (bytes) => builder.push(Number(text(bytes))), () => builder.length * builder.width)
+      return make(builder, (bytes) => builder.push(Number(text(bytes))), () => builder.length * builder.width, (value) => builder.push(Number(value)))
     }
     case "bool": {
       const builder = new BoolBuilder()
@@ -157,7 +172,7 @@ export const columnDecoder = (plan: ColumnPlan, capacity: number): ColumnDecoder
     }
     case "text": {
       const builder = new BinaryBuilder(capacity, 16)
-      return make(builder, (bytes) => builder.appendBytes(bytes), () => builder.end + builder.length * 4)
+      return make(builder, (bytes) => builder.appendBytes(bytes), () => builder.end + builder.length * 4, (value) => builder.appendString(String(value)))
     }
   }
 }

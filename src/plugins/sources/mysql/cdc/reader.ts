@@ -10,7 +10,7 @@ import { connectionOptions } from "../session.js"
 import type { ColumnPlan } from "../types.js"
 import type { MysqlAddress } from "../url.js"
 import { type BinlogPosition, comparePositions, positionText } from "./position.js"
-import { valueBytes } from "./values.js"
+import { appendValue } from "./values.js"
 
 /** When a feed ends, besides the log's end: the same rules as `ChangeRequest`'s. */
 export interface StopRules {
@@ -266,7 +266,7 @@ export class BinlogReader {
     for (let c = 0; c < plans.length; c++) {
       const plan = plans[c]!
       try {
-        this.decoders[c]!.append(valueBytes(plan, row[plan.name]))
+        appendValue(this.decoders[c]!, plan, row[plan.name])
       } catch (cause) {
         if (cause instanceof ZeroDate && zeroDatesAsNull) {
           this.decoders[c]!.appendNull()
