@@ -52,6 +52,9 @@ interface BinlogEvent {
   readonly [key: string]: unknown
 }
 
+/** Statements the log writes inside a transaction, which do not end it. */
+const IN_TRANSACTION = /^\s*(SAVEPOINT|RELEASE\s+SAVEPOINT|ROLLBACK\s+TO|INSERT|UPDATE|DELETE|REPLACE|XA\s)/i
+
 const DDL = /^\s*(?:\/\*.*?\*\/\s*)*(ALTER|DROP|RENAME|TRUNCATE|CREATE\s+OR\s+REPLACE)\s+TABLE\b/is
 
 /** Whether a statement of the log changes `table` (its name quoted or not, with or without its schema). */
@@ -183,10 +186,9 @@ export class BinlogReader {
         if (!/^\s*(COMMIT|ROLLBACK)\s*$/i.test(query) && touches(query, this.options.table)) {
           if (this.endBeforeSchemaChange(`the table's definition changed in the binary log (${query.trim().split(/\s+/).slice(0, 3).join(" ")} …)`)) return
         }
-        // A statement outside BEGIN … COMMIT (DDL) commits on its own.
-        if (!this.inGroup || this.standaloneGroup || /^\s*COMMIT\s*$/i.test(query) || !/^\s*(INSERT|UPDATE|DELETE|REPLACE)\b/i.test(query)) {
-          this.endGroup(event)
-        }
+        // A statement outside BEGIN … COMMIT, DDL, COMMIT or ROLLBACK ends the group; a statement of a transaction
+        // (a savepoint, a statement-based row change) does not.
+        if (!this.inGroup || this.standaloneGroup || !IN_TRANSACTION.test(query)) this.endGroup(event)
         return
       }
       case "xid":
