@@ -35,6 +35,11 @@ export interface DoctorOptions {
    * slot's position on, so a slot nothing reads any more fills its disk. Default {@link RETAINED_WAL_WARNING_BYTES}.
    */
   readonly retainedWalWarningBytes?: number | undefined
+  /**
+   * `mode: cdc`: each export's published position in the state, so the source can say how far it is behind the log
+   * (an export missing here has none yet).
+   */
+  readonly storedPositions?: ReadonlyMap<string, string> | undefined
 }
 
 /** 1 GiB: well past what a scheduled export leaves between two runs, well before a server's disk is at risk. */
@@ -98,7 +103,12 @@ const slotCheck = (spec: ExportConfig, slot: string, status: ChangeLogStatus, th
  * `mode: cdc`: what the source says of the export's change log — each check (server settings, rights, the table, the
  * publication), then its slot and the WAL it retains. A source without change data capture is a failed check.
  */
-const changeLogChecks = (source: SourceDriverShape, spec: ExportConfig, threshold: number): Effect.Effect<ReadonlyArray<DoctorCheck>> => {
+const changeLogChecks = (
+  source: SourceDriverShape,
+  spec: ExportConfig,
+  threshold: number,
+  stored: string | undefined
+): Effect.Effect<ReadonlyArray<DoctorCheck>> => {
   const changeLog = runnable(spec.mode).changeLog
   if (changeLog === undefined) return Effect.succeed([])
   const name = `Change log ${spec.name}`
@@ -110,7 +120,7 @@ const changeLogChecks = (source: SourceDriverShape, spec: ExportConfig, threshol
     })
     return Effect.succeed([{ name, error }])
   }
-  const request = changeLog(spec)
+  const request = { ...changeLog(spec), from: stored }
   return reportGuarded(source.changes.inspect(request)).pipe(
     Effect.map((status): ReadonlyArray<DoctorCheck> => [
       ...status.checks.map((check): DoctorCheck => ({
@@ -151,7 +161,7 @@ export const doctor = (config: RivetConfig, options: DoctorOptions = {}): Effect
       for (const spec of config.exports) {
         const query = { ...baseQuery(spec), batchSize: 1 }
         checks.push(yield* attempt(`Export ${spec.name}`, Effect.scoped(source.open(query))))
-        checks.push(...(yield* changeLogChecks(source, spec, threshold)))
+        checks.push(...(yield* changeLogChecks(source, spec, threshold, options.storedPositions?.get(spec.name))))
       }
     })
     const built = yield* Effect.either(reportGuarded(Effect.scoped(Effect.provide(sourceChecks, sourceLayer))))

@@ -4,6 +4,7 @@ import * as path from "node:path"
 import mysql from "mysql2/promise"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runExports } from "../../src/api.js"
+import { runCli } from "../support/cli.js"
 import type { Manifest } from "../../src/core/manifest.js"
 import { BINLOG_OPTIONS, startTestMariadb } from "../support/mariadb-server.js"
 import { testMysqlBinlogUrl } from "../support/mysql.js"
@@ -178,6 +179,38 @@ describe.skipIf(url === "")("mode: cdc on MariaDB's binary log", () => {
       { __op: "insert", id: 2, note: "two", extra: null },
       { __op: "insert", id: 3, note: "three", extra: 42 }
     ])
+  }, 60_000)
+
+  it("rivet doctor checks the binary log settings, grants and server_id and says how far the published position is behind; rivet plan shows the positions and no slot", async () => {
+    await db.query(`DROP TABLE IF EXISTS cm_ops; CREATE TABLE cm_ops (id int PRIMARY KEY, note varchar(20)); INSERT INTO cm_ops VALUES (1, 'one')`)
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-cdc-mysql-ops-"))
+    dirs.push(dir)
+    const config = (serverId: number) =>
+      JSON.stringify({
+        source: { type: "mysql", url },
+        exports: [{ name: "cm_ops", table: "cm_ops", mode: "cdc", cdc: { server_id: serverId }, format: "parquet", destination: { type: "local", path: "out" } }]
+      })
+    fs.writeFileSync(path.join(dir, "rivet.yaml"), config(serverIds++))
+    expect((await runCli(["run", "-c", "rivet.yaml"], { cwd: dir })).code).toBe(0)
+    await db.query("INSERT INTO cm_ops VALUES (2, 'two')")
+    const doctor = await runCli(["doctor", "-c", "rivet.yaml"], { cwd: dir })
+    expect(doctor.code, doctor.stdout).toBe(0)
+    for (const line of ["log_bin): ON", "binlog_format): ROW", "binlog_row_image): FULL", "binlog_row_metadata): FULL", "replication privileges): the user may read"]) {
+      expect(doctor.stdout).toContain(`[OK]  Change log cm_ops (${line}`)
+    }
+    expect(doctor.stdout).toMatch(/\[OK\]  Change log cm_ops \(published position\): binlog\.\d+:\d{12}(@[\d-]+)?: \d+ B of binary log behind the server/)
+    expect(doctor.stdout).not.toContain("(slot)")
+    const plan = await runCli(["plan", "-c", "rivet.yaml"], { cwd: dir })
+    expect(plan.code, plan.stderr).toBe(0)
+    expect(plan.stdout).toMatch(/changes: +after binlog\.\d+:\d{12}\S* up to binlog\.\d+:\d{12}/)
+    expect(plan.stdout).not.toContain("slot:")
+    // The server's own server_id is refused by doctor, naming the fix.
+    const [[{ own }]] = (await db.query("SELECT @@GLOBAL.server_id AS own")) as unknown as [[{ own: number }]]
+    fs.writeFileSync(path.join(dir, "rivet.yaml"), config(own))
+    const clash = await runCli(["doctor", "-c", "rivet.yaml"], { cwd: dir })
+    expect(clash.code).not.toBe(0)
+    expect(clash.stdout).toContain(`[FAIL] Change log cm_ops (server_id): ${own} is the server's own server_id`)
+    await db.query("DROP TABLE cm_ops")
   }, 60_000)
 
   it("a position purged from the server is an error saying so and how to start again; nothing is published", async () => {

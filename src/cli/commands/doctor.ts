@@ -3,9 +3,12 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import { validateConfigFile } from "../../registry/load-config.js"
 import { type DoctorCheck, doctor } from "../../commands/doctor.js"
 import { exitCodeOf } from "../../core/errors.js"
+import { readOnlyStateLayerFor } from "../../state/layer.js"
+import { StateStore } from "../../state/store.js"
 import { ExitCode, worstExitCode } from "../exit.js"
 import { paramOption, useParams } from "../params.js"
 import { configOption } from "./run.js"
@@ -59,6 +62,24 @@ const jsonOption = Options.boolean("json").pipe(
   )
 )
 
+/**
+ * The change-log positions the state holds for `names` (read-only: a missing SQLite state is an empty one); none when
+ * the state cannot be read — doctor then checks the log without them.
+ */
+const storedPositions = (names: ReadonlyArray<string>, configDir: string) =>
+  Effect.gen(function* () {
+    const store = yield* StateStore
+    const found = new Map<string, string>()
+    for (const name of names) {
+      const cursor = Option.getOrUndefined(yield* store.cursor(name))
+      if (cursor?.column === "__pos") found.set(name, cursor.value)
+    }
+    return found as ReadonlyMap<string, string>
+  }).pipe(
+    Effect.provide(readOnlyStateLayerFor({ configDir, env: process.env })),
+    Effect.orElseSucceed((): ReadonlyMap<string, string> => new Map())
+  )
+
 /** `rivet doctor -c export.yaml [--json]` — checks the source, every export's query and change log, and every destination. */
 export const doctorCommand = Command.make("doctor", { config: configOption, params: paramOption, json: jsonOption }, ({ config, params, json }) =>
   Effect.gen(function* () {
@@ -68,7 +89,10 @@ export const doctorCommand = Command.make("doctor", { config: configOption, para
     const loaded = yield* validateConfigFile(config)
     const checks: ReadonlyArray<DoctorCheck> = Either.isLeft(loaded)
       ? loaded.left.map((error) => ({ name: "Config", error }))
-      : [{ name: "Config parsed successfully" }, ...(yield* doctor(loaded.right))]
+      : [
+          { name: "Config parsed successfully" },
+          ...(yield* doctor(loaded.right, { storedPositions: yield* storedPositions(loaded.right.exports.map((spec) => spec.name), loaded.right.configDir) }))
+        ]
     const errors = checks.flatMap((check) => (check.error ? [check.error] : []))
     if (json) {
       yield* Console.log(JSON.stringify({ ok: errors.length === 0, checks: checks.map(checkJson) }, null, 2))

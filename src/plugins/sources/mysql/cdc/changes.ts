@@ -1,4 +1,5 @@
 import * as Effect from "effect/Effect"
+import { formatBytes } from "../../../../core/size.js"
 import type { ChangeLogStatus, ChangeRequest, SourceChanges } from "../../../../core/plugin.js"
 import { contextOf, type FeedSetup, MYSQL_CHANGE_COLUMNS, openControl, openFeed, planChanges, tableQuery } from "./feed.js"
 import { type BinlogPosition, parsePosition, positionText } from "./position.js"
@@ -8,7 +9,7 @@ type Check = ChangeLogStatus["checks"][number]
 
 /** How far `from` is behind `current`, in words. */
 const lag = (from: BinlogPosition, current: BinlogPosition, files: ReadonlyArray<string>): string => {
-  if (from.file === current.file) return `${current.offset - from.offset} bytes of binary log behind the server`
+  if (from.file === current.file) return `${formatBytes(current.offset - from.offset)} of binary log behind the server`
   const between = files.indexOf(current.file) - files.indexOf(from.file)
   return `${between} binary log file(s) behind the server (${from.file} → ${current.file})`
 }
