@@ -118,9 +118,33 @@ const waitFor = async (run: Started, what: string, ready: () => boolean, timeout
 }
 
 /** Pauses the run (SIGSTOP) once its first data file is under its final name: its snapshot is taken, it is mid-export. */
+/** Whether a process holds the state file's write lock (a transaction the stopped run was in the middle of). */
+const stateLocked = (stateFile: string): boolean => {
+  if (!fs.existsSync(stateFile)) return false
+  const db = new Database(stateFile, { timeout: 0 })
+  try {
+    db.exec("BEGIN IMMEDIATE; ROLLBACK")
+    return false
+  } catch {
+    return true
+  } finally {
+    db.close()
+  }
+}
+
+/**
+ * Stops the run once it wrote its first part, at a moment it holds no write lock on the state file: stopped inside
+ * a state transaction, it would make the other run of the test fail on the locked file instead of on its lease.
+ */
 const pauseAfterFirstPart = async (run: Started, out: string) => {
   await waitFor(run, "its first part", () => snapshot(out).finals.length >= 1)
-  run.child.kill("SIGSTOP")
+  const stateFile = path.join(path.dirname(out), ".rivet_state.db")
+  for (let attempt = 0; ; attempt++) {
+    run.child.kill("SIGSTOP")
+    if (!stateLocked(stateFile) || attempt >= 200) return
+    run.child.kill("SIGCONT")
+    await sleep(5)
+  }
 }
 
 interface StateRow {
