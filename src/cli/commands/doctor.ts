@@ -1,11 +1,13 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { validateConfigFile } from "../../registry/load-config.js"
 import { type DoctorCheck, doctor } from "../../commands/doctor.js"
+import type { RivetConfig } from "../../config/model.js"
 import { exitCodeOf } from "../../core/errors.js"
 import { readOnlyStateLayerFor } from "../../state/layer.js"
 import { StateStore } from "../../state/store.js"
@@ -64,21 +66,27 @@ const jsonOption = Options.boolean("json").pipe(
 
 /**
  * The change-log positions the state holds for `names` (read-only: a missing SQLite state is an empty one); none when
- * the state cannot be read — doctor then checks the log without them.
+ * the state cannot be read — doctor then checks the log without them. A config without a `mode: cdc` export does not
+ * open the state.
  */
-const storedPositions = (names: ReadonlyArray<string>, configDir: string) =>
-  Effect.gen(function* () {
+const storedPositions = (
+  names: ReadonlyArray<string>,
+  configDir: string
+): Effect.Effect<ReadonlyMap<string, string>, never, FileSystem.FileSystem> => {
+  const none: ReadonlyMap<string, string> = new Map()
+  if (names.length === 0) return Effect.succeed(none)
+  return Effect.gen(function* () {
     const store = yield* StateStore
     const found = new Map<string, string>()
     for (const name of names) {
       const cursor = Option.getOrUndefined(yield* store.cursor(name))
       if (cursor?.column === "__pos") found.set(name, cursor.value)
     }
-    return found as ReadonlyMap<string, string>
-  }).pipe(
-    Effect.provide(readOnlyStateLayerFor({ configDir, env: process.env })),
-    Effect.orElseSucceed((): ReadonlyMap<string, string> => new Map())
-  )
+    return found
+  }).pipe(Effect.provide(readOnlyStateLayerFor({ configDir, env: process.env })), Effect.orElseSucceed(() => none))
+}
+
+const cdcExports = (config: RivetConfig) => config.exports.filter((spec) => spec.mode.kind === "cdc").map((spec) => spec.name)
 
 /** `rivet doctor -c export.yaml [--json]` — checks the source, every export's query and change log, and every destination. */
 export const doctorCommand = Command.make("doctor", { config: configOption, params: paramOption, json: jsonOption }, ({ config, params, json }) =>
@@ -91,7 +99,7 @@ export const doctorCommand = Command.make("doctor", { config: configOption, para
       ? loaded.left.map((error) => ({ name: "Config", error }))
       : [
           { name: "Config parsed successfully" },
-          ...(yield* doctor(loaded.right, { storedPositions: yield* storedPositions(loaded.right.exports.map((spec) => spec.name), loaded.right.configDir) }))
+          ...(yield* doctor(loaded.right, { storedPositions: yield* storedPositions(cdcExports(loaded.right), loaded.right.configDir) }))
         ]
     const errors = checks.flatMap((check) => (check.error ? [check.error] : []))
     if (json) {
