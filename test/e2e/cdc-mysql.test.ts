@@ -198,7 +198,7 @@ describe.skipIf(url === "")("mode: cdc on MariaDB's binary log", () => {
     for (const line of ["log_bin): ON", "binlog_format): ROW", "binlog_row_image): FULL", "binlog_row_metadata): FULL", "replication privileges): the user may read"]) {
       expect(doctor.stdout).toContain(`[OK]  Change log cm_ops (${line}`)
     }
-    expect(doctor.stdout).toMatch(/\[OK\]  Change log cm_ops \(published position\): binlog\.\d+:\d{12}(@[\d-]+)?: \d+ B of binary log behind the server/)
+    expect(doctor.stdout).toMatch(/\[OK\] {2}Change log cm_ops \(published position\): binlog\.\d+:\d{12}(@[\d-]+)?: \d+ B of binary log behind the server/)
     expect(doctor.stdout).not.toContain("(slot)")
     const plan = await runCli(["plan", "-c", "rivet.yaml"], { cwd: dir })
     expect(plan.code, plan.stderr).toBe(0)
