@@ -1,15 +1,16 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { pathToFileURL } from "node:url"
 import * as Effect from "effect/Effect"
 import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runExportsEffect } from "../../src/api.js"
 import type { ExportRun } from "../../src/engine/run.js"
 import { untyped } from "../support/config.js"
-import { decodeAvro, readIcebergTable } from "../support/iceberg.js"
+import { decodeAvro, readIcebergTable, s3ObjectReader } from "../support/iceberg.js"
 import { testPgUrl } from "../support/pg.js"
+import type { S3TestServer } from "../support/s3/server.js"
+import { s3Destination, startWithBucket } from "./s3-support.js"
 
 // table_format: iceberg end to end on local disk: every table written is read back by icebird (an independent
 // reader) and compared with PostgreSQL; the Avro files decode against the spec's schemas.
@@ -40,8 +41,13 @@ afterAll(async () => {
   for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const run = (dir: string, exports: ReadonlyArray<Record<string, unknown>>, extra: Record<string, unknown> = {}): Promise<ReadonlyArray<ExportRun>> =>
-  Effect.runPromise(runExportsEffect(untyped({ source: { type: "postgres", url: testPgUrl() }, exports, ...extra }), { configDir: dir }))
+const run = (
+  dir: string,
+  exports: ReadonlyArray<Record<string, unknown>>,
+  extra: Record<string, unknown> = {},
+  env: Readonly<Record<string, string | undefined>> = process.env
+): Promise<ReadonlyArray<ExportRun>> =>
+  Effect.runPromise(runExportsEffect(untyped({ source: { type: "postgres", url: testPgUrl() }, exports, ...extra }), { configDir: dir, env }))
 
 const succeeded = (outcome: ExportRun | undefined) => {
   if (outcome === undefined) throw new Error("no export ran")
@@ -59,7 +65,10 @@ const orders = (extra: Record<string, unknown> = {}) => ({
   ...extra
 })
 
-const tableUrl = (dir: string, sub = "lake/orders") => pathToFileURL(path.join(dir, sub)).href
+const tableUrl = (dir: string, sub = "lake/orders") => `file://${path.join(dir, sub)}`
+
+/** The path of a local table's file from its (raw, not percent-encoded) location. */
+const localPath = (location: string) => location.slice("file://".length)
 
 const ids = (rows: ReadonlyArray<Record<string, unknown>>) => rows.map((row) => Number(row["id"])).sort((a, b) => a - b)
 
@@ -97,9 +106,9 @@ describe("table_format: iceberg (file-system catalog, local)", () => {
       expect(fields.map((field) => field.name)).toEqual(["id", "country", "amount", "qty", "created_at", "day", "ok", "ref", "tags", "payload", "updated_at"])
       expect(fs.readFileSync(path.join(dir, "lake/orders/metadata/version-hint.text"), "utf8")).toBe("2")
       // The manifest list and manifest decode against the spec's schemas, with the files' stats.
-      const list = await decodeAvro(fs.readFileSync(new URL(metadata.snapshots[1]!["manifest-list"])), SPEC_MANIFEST_FILE)
+      const list = await decodeAvro(fs.readFileSync(localPath(metadata.snapshots[1]!["manifest-list"])), SPEC_MANIFEST_FILE)
       expect(list.records).toHaveLength(2)
-      const manifest = await decodeAvro(fs.readFileSync(new URL(String(list.records[0]!["manifest_path"]))), SPEC_MANIFEST_ENTRY)
+      const manifest = await decodeAvro(fs.readFileSync(localPath(String(list.records[0]!["manifest_path"]))), SPEC_MANIFEST_ENTRY)
       expect(manifest.metadata["format-version"]).toBe("2")
       const entry = manifest.records[0]!["data_file"] as Record<string, unknown>
       expect(entry["record_count"]).toBe(1)
@@ -124,6 +133,91 @@ describe("table_format: iceberg (file-system catalog, local)", () => {
   }, 60_000)
 })
 
+describe("table_format: iceberg, the table's evolution and its writers", () => {
+  it("partition_by [created_at:month, country]: a month transform and an identity field, NULLs in their own partition", async () => {
+    const dir = tempDir()
+    succeeded((await run(dir, [orders({ partition_by: ["created_at:month", "country"] })]))[0])
+    const { metadata, rows } = await readIcebergTable(tableUrl(dir))
+    expect(metadata["partition-specs"][0]!.fields.map((field) => [field.name, field.transform])).toEqual([
+      ["created_at_month", "month"],
+      ["country", "identity"]
+    ])
+    expect(ids(rows)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1))
+    const list = await decodeAvro(fs.readFileSync(localPath(metadata.snapshots[0]!["manifest-list"])), SPEC_MANIFEST_FILE)
+    const manifest = await decodeAvro(fs.readFileSync(localPath(String(list.records[0]!["manifest_path"]))), partitionedEntry)
+    const tuples = manifest.records.map((record) => (record["data_file"] as { partition: Record<string, number | string | null> }).partition)
+    const expected = await sql`SELECT DISTINCT (extract(year from created_at AT TIME ZONE 'UTC')::int - 1970) * 12
+      + extract(month from created_at AT TIME ZONE 'UTC')::int - 1 AS month, country FROM ice_orders`
+    const key = (month: unknown, country: unknown) => `${month ?? "null"}/${country ?? "null"}`
+    expect(new Set(tuples.map((tuple) => key(tuple["created_at_month"], tuple["country"])))).toEqual(
+      new Set(expected.map((row) => key(row["month"], row["country"])))
+    )
+    expect(tuples.some((tuple) => tuple["created_at_month"] === null)).toBe(true)
+  }, 60_000)
+
+  it("a column added between runs gets a new field id and schema 1; the first run's files read with it as NULL", async () => {
+    const dir = tempDir()
+    const narrow = orders({ table: undefined, query: "SELECT id, updated_at FROM ice_orders WHERE id <= 5" })
+    succeeded((await run(dir, [narrow]))[0])
+    succeeded((await run(dir, [{ ...narrow, query: "SELECT id, updated_at, country FROM ice_orders WHERE id <= 8" }]))[0])
+    const { metadata, rows } = await readIcebergTable(tableUrl(dir))
+    expect(metadata["current-schema-id"]).toBe(1)
+    expect(metadata.schemas.map((schema) => schema.fields.map((field) => `${field.id}:${field.name}`))).toEqual([
+      ["1:id", "2:updated_at"],
+      ["1:id", "2:updated_at", "3:country"]
+    ])
+    const countries = new Map(rows.map((row) => [Number(row["id"]), row["country"] ?? null]))
+    expect([...countries].sort(([a], [b]) => a - b)).toEqual([[1, null], [2, null], [3, null], [4, null], [5, null], [6, "FR"], [7, "DE"], [8, null]])
+  }, 60_000)
+
+  it("two exports committing to one table at once: both snapshots land, no append lost", async () => {
+    const dir = tempDir()
+    const shared = (name: string, where: string) =>
+      orders({ name, table: undefined, query: `SELECT id, country, updated_at FROM ice_orders WHERE ${where}`, table_format: { type: "iceberg", name: "shared" } })
+    const results = await run(dir, [shared("evens", "id % 2 = 0"), shared("odds", "id % 2 = 1")], { parallel_exports: 2 })
+    results.forEach(succeeded)
+    const { metadata, rows } = await readIcebergTable(tableUrl(dir))
+    expect(metadata.snapshots).toHaveLength(2)
+    expect(ids(rows)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1))
+  }, 60_000)
+
+  it("a run that fails before publishing commits nothing; the table stays readable at its last snapshot", async () => {
+    const dir = tempDir()
+    succeeded((await run(dir, [orders({ table: undefined, query: "SELECT id, updated_at FROM ice_orders WHERE id <= 3" })]))[0])
+    const failed = await run(dir, [orders({ table: undefined, query: "SELECT id, updated_at FROM ice_orders", quality: { row_count_max: 10 } })])
+    expect(failed[0]!._tag).toBe("failure")
+    const { metadata, rows } = await readIcebergTable(tableUrl(dir))
+    expect(metadata.snapshots).toHaveLength(1)
+    expect(ids(rows)).toEqual([1, 2, 3])
+  }, 60_000)
+})
+
+describe("table_format: iceberg on S3", () => {
+  const BUCKET = "rivet-iceberg"
+  let server: S3TestServer
+  beforeAll(async () => {
+    server = await startWithBucket(BUCKET)
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it("two incremental runs: metadata committed with If-None-Match, read back by icebird from the bucket", async () => {
+    const dir = tempDir()
+    const env = { ...process.env, ICE_KEY: server.credentials.accessKeyId, ICE_SECRET: server.credentials.secretAccessKey }
+    const destination = s3Destination(server, BUCKET, { prefix: "warehouse/orders/", access_key_env: "ICE_KEY", secret_key_env: "ICE_SECRET" })
+    const spec = orders({ table: undefined, query: "SELECT id, country, amount, updated_at FROM ice_orders WHERE id <= 200", destination })
+    succeeded((await run(dir, [spec], {}, env))[0])
+    succeeded((await run(dir, [{ ...spec, query: "SELECT id, country, amount, updated_at FROM ice_orders" }], {}, env))[0])
+    const { metadata, rows } = await readIcebergTable(`s3://${BUCKET}/warehouse/orders`, s3ObjectReader((bucket, key) => server.getObject(bucket, key)))
+    expect(metadata.snapshots.map((snapshot) => snapshot.summary.operation)).toEqual(["append", "append"])
+    expect(ids(rows)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1))
+    const conditional = server.requests().filter((request) => request.operation === "PutObject" && request.path.endsWith(".metadata.json"))
+    expect(conditional.map((request) => request.status)).toEqual([200, 200])
+    expect(await server.getObject(BUCKET, "warehouse/orders/metadata/version-hint.text").then((bytes) => Buffer.from(bytes).toString())).toBe("2")
+  }, 60_000)
+})
+
 type SpecField = readonly [name: string, type: unknown, fieldId: number]
 const specRecord = (name: string, fields: ReadonlyArray<SpecField>) => ({
   type: "record",
@@ -140,6 +234,13 @@ const SPEC_MANIFEST_FILE = specRecord("manifest_file", [
 ])
 
 /** The spec's manifest_entry (v2), the data_file fields a reader needs. */
+const partitionedEntry = specRecord("manifest_entry", [
+  ["status", "int", 0],
+  ["data_file", specRecord("r2", [
+    ["file_path", "string", 100],
+    ["partition", specRecord("r102", [["created_at_month", ["null", "int"], 1000], ["country", ["null", "string"], 1001]]), 102]
+  ]), 2]
+])
 const SPEC_BOUNDS = { type: "array", items: specRecord("k126_v127", [["key", "int", 126], ["value", "bytes", 127]]) }
 const SPEC_MANIFEST_ENTRY = specRecord("manifest_entry", [
   ["status", "int", 0],

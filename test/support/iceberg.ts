@@ -1,5 +1,4 @@
 import { readFile } from "node:fs/promises"
-import { fileURLToPath } from "node:url"
 import * as avro from "avsc"
 import { icebergMetadata, icebergRead } from "icebird"
 import { manifestEntrySchema, manifestFileSchema } from "../../src/engine/table-format/iceberg/avro.js"
@@ -7,7 +6,12 @@ import { manifestEntrySchema, manifestFileSchema } from "../../src/engine/table-
 /** Reads an object for the table reader: a file:// URL from disk, a translated s3:// one from `s3Objects`. */
 type ObjectReader = (url: string) => Promise<Uint8Array | undefined>
 
-const fileReader: ObjectReader = (url) => (url.startsWith("file:") ? readFile(fileURLToPath(url)).then((bytes) => new Uint8Array(bytes), () => undefined) : Promise.resolve(undefined))
+/**
+ * Iceberg locations are raw strings, not percent-encoded URIs (Java's file IO takes them as they are): Rivet's
+ * fold-safe partition directories hold `%44%45` for `DE`, which a URL parser would decode.
+ */
+const fileReader: ObjectReader = (url) =>
+  url.startsWith("file://") ? readFile(url.slice("file://".length)).then((bytes) => new Uint8Array(bytes), () => undefined) : Promise.resolve(undefined)
 
 /**
  * icebird reads tables over HTTP `fetch`; a table Rivet wrote to local disk or to the S3 test server is served to it
@@ -59,7 +63,7 @@ export const s3ObjectReader =
   async (url) => {
     const match = /^https:\/\/([^.]+)\.s3\.amazonaws\.com\/(.+)$/.exec(url)
     if (match === null) return undefined
-    return getObject(match[1]!, decodeURIComponent(match[2]!)).catch(() => undefined)
+    return getObject(match[1]!, match[2]!).catch(() => undefined)
   }
 
 /** The records of an Avro file decoded with the writer's schema, and the writer's schema resolved against `expected`. */
