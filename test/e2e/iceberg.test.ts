@@ -192,6 +192,49 @@ describe("table_format: iceberg, the table's evolution and its writers", () => {
   }, 60_000)
 })
 
+describe.each([
+  ["PostgreSQL", () => testPgUrl()],
+  ["SQLite", (dir: string) => `sqlite:${path.join(dir, "catalog.db")}`]
+])("table_format: iceberg with a SQL catalog in %s", (_label, catalogUrl) => {
+  it("iceberg_tables holds the current and previous metadata; two exports at once both land through its compare-and-set", async () => {
+    const dir = tempDir()
+    const catalogName = `rivet_test_${path.basename(dir).replace(/[^A-Za-z0-9]/g, "_")}`
+    process.env["ICEBERG_TEST_CATALOG_URL"] = catalogUrl(dir)
+    const format = { type: "iceberg", catalog: { type: "sql", url_env: "ICEBERG_TEST_CATALOG_URL", name: catalogName }, namespace: "shop", name: "orders" }
+    const shared = (name: string, where: string) =>
+      orders({ name, table: undefined, query: `SELECT id, country, updated_at FROM ice_orders WHERE ${where}`, table_format: format })
+    try {
+      results(await run(dir, [shared("evens", "id % 2 = 0 AND id <= 100"), shared("odds", "id % 2 = 1 AND id <= 100")], { parallel_exports: 2 }))
+      results(await run(dir, [shared("evens", "id % 2 = 0"), shared("odds", "id % 2 = 1")], { parallel_exports: 2 }))
+      const row = await catalogRow(catalogUrl(dir), catalogName)
+      expect(row?.["previous_metadata_location"]).toMatch(/\/metadata\/00003-[0-9a-f-]+\.metadata\.json$/)
+      const location = String(row?.["metadata_location"])
+      expect(location).toMatch(/\/metadata\/00004-[0-9a-f-]+\.metadata\.json$/)
+      const { metadata, rows } = await readIcebergTable(tableUrl(dir), undefined, path.basename(location))
+      expect(metadata.snapshots).toHaveLength(4)
+      expect(ids(rows)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1))
+    } finally {
+      delete process.env["ICEBERG_TEST_CATALOG_URL"]
+      if (catalogUrl(dir).startsWith("postgres")) await sql`DELETE FROM iceberg_tables WHERE catalog_name = ${catalogName}`
+    }
+  }, 60_000)
+})
+
+/** The table's row in a SQL catalog (PostgreSQL, or the SQLite file of a `sqlite:` URL). */
+const catalogRow = async (url: string, catalogName: string): Promise<Record<string, unknown> | undefined> => {
+  const query = "SELECT metadata_location, previous_metadata_location FROM iceberg_tables WHERE catalog_name = $1 AND table_namespace = 'shop' AND table_name = 'orders'"
+  if (url.startsWith("postgres")) return (await sql.unsafe(query, [catalogName]))[0]
+  const Database = (await import("better-sqlite3")).default
+  const db = new Database(url.slice("sqlite:".length), { readonly: true })
+  try {
+    return db.prepare(query.replace("$1", "?")).get(catalogName) as Record<string, unknown> | undefined
+  } finally {
+    db.close()
+  }
+}
+
+const results = (runs: ReadonlyArray<ExportRun>) => runs.map(succeeded)
+
 describe("table_format: iceberg on S3", () => {
   const BUCKET = "rivet-iceberg"
   let server: S3TestServer

@@ -50,9 +50,9 @@ export interface ReadMetadata {
 }
 
 /** Every row of the table's current snapshot, as icebird reads it, and the metadata it read. */
-export const readIcebergTable = (tableUrl: string, read: ObjectReader = fileReader) =>
+export const readIcebergTable = (tableUrl: string, read: ObjectReader = fileReader, metadataFileName?: string) =>
   withObjects(read, async () => {
-    const metadata = await icebergMetadata({ tableUrl })
+    const metadata = await icebergMetadata({ tableUrl, ...(metadataFileName === undefined ? {} : { metadataFileName }) })
     const rows = await icebergRead({ tableUrl, metadata })
     return { metadata: metadata as unknown as ReadMetadata, rows }
   })

@@ -1,13 +1,18 @@
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
 import type { ExportConfig } from "../../config/model.js"
 import type { TableFormatSpec } from "../../config/table-format.js"
 import type { BatchSchema } from "../../core/batch.js"
-import { FormatError, type TableCommitError } from "../../core/errors.js"
+import { FormatError, TableCommitError } from "../../core/errors.js"
 import type { FormatDriverShape, SinkDriverShape } from "../../core/plugin.js"
 import type { RetryPolicy } from "../../core/retry.js"
 import type { ModeOutcome, RunJournal } from "../modes/mode.js"
 import type { Catalog, TableHead } from "./catalog/catalog.js"
 import { fileSystemCatalog } from "./catalog/filesystem.js"
+import { sqlCatalog } from "./catalog/sql.js"
+import { connectCatalog } from "./catalog/sql-connection.js"
 import { commitSnapshot, type CommittedSnapshot } from "./iceberg/commit.js"
 import { currentSchema } from "./iceberg/metadata.js"
 import { evolveSchema, refusedColumns, withFieldIds } from "./iceberg/schema.js"
@@ -33,26 +38,37 @@ export const operationOf = (spec: ExportConfig): SnapshotOperation => (spec.mode
 
 export const tableNameOf = (table: TableFormatSpec): string => `${table.namespace}.${table.name}`
 
-const catalogOf = (table: TableFormatSpec, files: TableFiles): Catalog => {
-  switch (table.catalog.type) {
-    case "filesystem":
-      return fileSystemCatalog(files)
-    case "sql":
-      return fileSystemCatalog(files)
-  }
+/** The table's catalog; a SQL catalog's connection (its URL from the variable `url_env` names) closes with the scope. */
+const catalogOf = (table: TableFormatSpec, files: TableFiles): Effect.Effect<Catalog, TableCommitError, Scope.Scope> => {
+  const catalog = table.catalog
+  if (catalog.type === "filesystem") return Effect.succeed(fileSystemCatalog(files))
+  return Config.redacted(catalog.urlEnv).pipe(
+    Effect.mapError(
+      (cause) =>
+        new TableCommitError({
+          table: files.table,
+          message: `the SQL catalog's URL variable ${catalog.urlEnv} is not set`,
+          hint: `set ${catalog.urlEnv}=postgres://… or sqlite:/path/catalog.db (${table.path}.catalog.url_env)`,
+          retryable: false,
+          cause
+        })
+    ),
+    Effect.flatMap((url) => connectCatalog(Redacted.value(url), files.table)),
+    Effect.map((connection) => sqlCatalog(files, connection, { catalog: catalog.name, namespace: table.namespace, name: table.name }))
+  )
 }
 
 /** The export's table and its catalog, without loading anything (`rivet doctor`, `rivet plan`). */
 export const tableOf = (table: TableFormatSpec, sink: SinkDriverShape, retry: RetryPolicy) => {
   const files = tableFilesOf(sink, tableNameOf(table), retry)
-  return { files, catalog: catalogOf(table, files) }
+  return Effect.map(catalogOf(table, files), (catalog) => ({ files, catalog }))
 }
 
 /** Opens the export's table for a run, or undefined when the export has no `table_format`. */
 export const openTable = Effect.fn("TableFormat.open")(function* (spec: ExportConfig, sink: SinkDriverShape, retry: RetryPolicy) {
   const table = spec.tableFormat
   if (table === undefined) return undefined
-  const { files, catalog } = tableOf(table, sink, retry)
+  const { files, catalog } = yield* tableOf(table, sink, retry)
   const head = yield* catalog.load
   const current = head === undefined ? undefined : currentSchema(head.metadata)
   const lastColumnId = head?.metadata["last-column-id"] ?? 0
