@@ -14,7 +14,8 @@ import { fileSystemCatalog } from "./catalog/filesystem.js"
 import { sqlCatalog } from "./catalog/sql.js"
 import { connectCatalog } from "./catalog/sql-connection.js"
 import { commitSnapshot, type CommittedSnapshot } from "./iceberg/commit.js"
-import { currentSchema } from "./iceberg/metadata.js"
+import { snapshotDataFiles } from "./iceberg/current-files.js"
+import { currentSchema, currentSnapshot } from "./iceberg/metadata.js"
 import { evolveSchema, refusedColumns, withFieldIds } from "./iceberg/schema.js"
 import type { SnapshotOperation } from "./iceberg/snapshot.js"
 import { tableFilesOf, type TableFiles } from "./table-files.js"
@@ -63,6 +64,33 @@ export const tableOf = (table: TableFormatSpec, sink: SinkDriverShape, retry: Re
   const files = tableFilesOf(sink, tableNameOf(table), retry)
   return Effect.map(catalogOf(table, files), (catalog) => ({ files, catalog }))
 }
+
+/** What `rivet plan` shows of the export's table: reads its current metadata, writes nothing. */
+export const describeTable = (spec: ExportConfig, sink: SinkDriverShape, retry: RetryPolicy) =>
+  Effect.gen(function* () {
+    const table = spec.tableFormat
+    if (table === undefined) return undefined
+    const { catalog } = yield* tableOf(table, sink, retry)
+    const head = yield* catalog.load
+    const current = head === undefined ? undefined : currentSnapshot(head.metadata)
+    return {
+      format: table.type,
+      name: tableNameOf(table),
+      catalog: catalog.label,
+      operation: operationOf(spec),
+      current_snapshot: current === undefined ? null : current["snapshot-id"]
+    }
+  }).pipe(Effect.scoped)
+
+/** The export's table as `rivet validate` checks it: its current snapshot's data files, or undefined before a commit. */
+export const currentTableFiles = (table: TableFormatSpec, sink: SinkDriverShape, retry: RetryPolicy) =>
+  Effect.gen(function* () {
+    const { files, catalog } = yield* tableOf(table, sink, retry)
+    const head = yield* catalog.load
+    const snapshot = head === undefined ? undefined : currentSnapshot(head.metadata)
+    if (snapshot === undefined) return { files, snapshot: undefined, dataFiles: [] }
+    return { files, snapshot, dataFiles: yield* snapshotDataFiles(files, snapshot) }
+  }).pipe(Effect.scoped)
 
 /** Opens the export's table for a run, or undefined when the export has no `table_format`. */
 export const openTable = Effect.fn("TableFormat.open")(function* (spec: ExportConfig, sink: SinkDriverShape, retry: RetryPolicy) {

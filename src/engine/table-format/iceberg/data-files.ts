@@ -3,7 +3,7 @@ import { describeCause, TableCommitError } from "../../../core/errors.js"
 import type { PartRecord } from "../../../core/manifest.js"
 import type { TableFiles } from "../table-files.js"
 import type { DataFileEntry } from "./avro.js"
-import { footerFacts, footerLength } from "./footer.js"
+import { footerFacts, footerLength, type FooterFacts } from "./footer.js"
 import { partitionTuple, type IcebergPartitionSpec } from "./partition.js"
 import type { IcebergField } from "./schema.js"
 
@@ -22,20 +22,7 @@ export const dataFileOf = (
   fields: ReadonlyArray<IcebergField>
 ): Effect.Effect<DataFileEntry, TableCommitError> =>
   Effect.gen(function* () {
-    const size = part.size_bytes
-    const unreadable = (cause: unknown) =>
-      new TableCommitError({
-        table: files.table,
-        message: `the data file ${files.locationOf(part.path)} has no readable Parquet footer: ${describeCause(cause)}`,
-        hint: "run `rivet validate` on the destination",
-        retryable: false,
-        cause
-      })
-    const first = Math.min(size, FOOTER_READ_BYTES)
-    let tail = yield* files.readRange(part.path, size - first, first)
-    const length = yield* Effect.try({ try: () => footerLength(tail), catch: unreadable })
-    if (length + 8 > tail.length) tail = yield* files.readRange(part.path, size - length - 8, length + 8)
-    const facts = yield* Effect.try({ try: () => footerFacts(tail), catch: unreadable })
+    const facts = yield* readFooter(files, part.path, part.size_bytes)
     if (facts.rowCount !== part.rows)
       return yield* new TableCommitError({
         table: files.table,
@@ -46,7 +33,7 @@ export const dataFileOf = (
     return {
       path: files.locationOf(part.path),
       recordCount: part.rows,
-      sizeBytes: size,
+      sizeBytes: part.size_bytes,
       partition: partitionTuple(spec, fields, part.partition),
       columnSizes: facts.columnSizes,
       valueCounts: facts.valueCounts,
@@ -54,4 +41,22 @@ export const dataFileOf = (
       lowerBounds: facts.lowerBounds,
       upperBounds: facts.upperBounds
     } satisfies DataFileEntry
+  })
+
+/** A stored Parquet file's footer facts, read as one byte range at its end (two when the footer is large). */
+export const readFooter = (files: TableFiles, key: string, size: number): Effect.Effect<FooterFacts, TableCommitError> =>
+  Effect.gen(function* () {
+    const unreadable = (cause: unknown) =>
+      new TableCommitError({
+        table: files.table,
+        message: `the data file ${files.locationOf(key)} has no readable Parquet footer: ${describeCause(cause)}`,
+        hint: "run `rivet validate` on the destination",
+        retryable: false,
+        cause
+      })
+    const first = Math.min(size, FOOTER_READ_BYTES)
+    let tail = yield* files.readRange(key, size - first, first)
+    const length = yield* Effect.try({ try: () => footerLength(tail), catch: unreadable })
+    if (length + 8 > tail.length) tail = yield* files.readRange(key, size - length - 8, length + 8)
+    return yield* Effect.try({ try: () => footerFacts(tail), catch: unreadable })
   })
