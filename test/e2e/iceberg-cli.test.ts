@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import postgres from "postgres"
+import { parquetMetadata } from "hyparquet"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { PlanFile } from "../../src/engine/plan/model.js"
 import { runCli, writeConfig } from "../support/cli.js"
@@ -31,7 +32,7 @@ const configWith = (query: string) =>
   JSON.stringify({
     source: { type: "postgres", url: testPgUrl() },
     exports: [
-      { name: "cli_orders", query, mode: "incremental", cursor_column: "updated_at", table_format: { type: "iceberg", namespace: "shop" }, destination: { type: "local", path: "lake" } }
+      { name: "cli_orders", query, mode: "incremental", cursor_column: "updated_at", batch_size: 10, table_format: { type: "iceberg", namespace: "shop" }, destination: { type: "local", path: "lake" } }
     ]
   })
 
@@ -56,6 +57,13 @@ describe("table_format: iceberg through the CLI", () => {
 
     const clean = await runCli(["validate", "-c", config])
     expect(clean.code, clean.stdout + clean.stderr).toBe(0)
+    expect(clean.stdout + clean.stderr).not.toContain("UNTRACKED")
+
+    // batch_size 10: the part outgrows its first batch, so the CLI encodes it on its encoder thread (given a second
+    // core), which gets the schema with the table's field ids like the reading thread's encoder.
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, "lake", "manifest.json"), "utf8")) as { parts: Array<{ path: string }> }
+    const footer = parquetMetadata(new Uint8Array(fs.readFileSync(path.join(dir, "lake", manifest.parts[0]!.path))).buffer)
+    expect(footer.schema.slice(1).map((element) => [element.name, element.field_id])).toEqual([["id", 1], ["note", 2], ["updated_at", 3]])
 
     // Killed while it reads: nothing is committed, the table stays readable at its snapshot.
     fs.writeFileSync(config, configWith("SELECT id, note, updated_at FROM ice_cli WHERE pg_sleep(0.02) IS NOT NULL"))
