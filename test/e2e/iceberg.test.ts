@@ -181,6 +181,14 @@ describe("table_format: iceberg, the table's evolution and its writers", () => {
     expect(ids(rows)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1))
   }, 60_000)
 
+  it("a column without an Iceberg type is refused before anything is written, naming it", async () => {
+    const dir = tempDir()
+    const [outcome] = await run(dir, [orders({ table: undefined, query: "SELECT id, updated_at, 1::numeric AS big FROM ice_orders", columns: { big: "decimal(50,0)" } })])
+    if (outcome?._tag !== "failure") throw new Error("the export should have failed")
+    expect(outcome.error.message).toContain('column "big": decimal(50,0) is wider than Iceberg\'s decimals')
+    expect(fs.existsSync(path.join(dir, "lake/orders/data"))).toBe(false)
+  }, 60_000)
+
   it("a run that fails before publishing commits nothing; the table stays readable at its last snapshot", async () => {
     const dir = tempDir()
     succeeded((await run(dir, [orders({ table: undefined, query: "SELECT id, updated_at FROM ice_orders WHERE id <= 3" })]))[0])
