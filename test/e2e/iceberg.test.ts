@@ -181,6 +181,15 @@ describe("table_format: iceberg, the table's evolution and its writers", () => {
     expect(ids(rows)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1))
   }, 60_000)
 
+  it("chunked with parallel chunks: one append snapshot listing every chunk's file", async () => {
+    const dir = tempDir()
+    const chunked = orders({ mode: "chunked", cursor_column: undefined, chunk_column: "id", chunk_size: 100, parallel: 2 })
+    succeeded((await run(dir, [chunked]))[0])
+    const { metadata, rows } = await readIcebergTable(tableUrl(dir))
+    expect(metadata.snapshots.map((snapshot) => [snapshot.summary.operation, snapshot.summary["added-data-files"]])).toEqual([["append", "3"]])
+    expect(ids(rows)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1))
+  }, 60_000)
+
   it("a column without an Iceberg type is refused before anything is written, naming it", async () => {
     const dir = tempDir()
     const [outcome] = await run(dir, [orders({ table: undefined, query: "SELECT id, updated_at, 1::numeric AS big FROM ice_orders", columns: { big: "decimal(50,0)" } })])

@@ -14,6 +14,7 @@ import { makeDriftCheck } from "../modes/drift.js"
 import { runIdentityOf } from "../modes/run-identity.js"
 import type { UnitContext } from "../modes/unit-context.js"
 import { QualityGates } from "../quality/gates.js"
+import { TABLE_DATA_PREFIX } from "../table-format/layout.js"
 import { openTable } from "../table-format/table-format.js"
 import { UploadLedger } from "../upload-cleanup.js"
 import type { ExportRun } from "./export-run.js"
@@ -37,7 +38,8 @@ export const openExportRun = Effect.fn("Run.open")(function* (
   const drift = yield* makeDriftCheck(spec, state, reporter)
   const gates = spec.quality ? new QualityGates(spec.name, spec.quality) : undefined
   yield* Effect.addFinalizer(() => Effect.sync(() => gates?.close()))
-  const uploads = new UploadLedger()
+  // A table's parts are under its data/ folder: the stems of their names start there.
+  const uploads = new UploadLedger(spec.tableFormat === undefined ? "" : TABLE_DATA_PREFIX)
   const sink = yield* SinkDriver
   const source = yield* SourceDriver
   const retry = options.retry ?? DEFAULT_RETRY_POLICY

@@ -3,6 +3,7 @@ import type { Manifest, PartRecord } from "../../core/manifest.js"
 import { withRetry } from "../../core/retry.js"
 import type { ModeOutcome, RunJournal } from "../modes/mode.js"
 import type { CommittedSnapshot } from "../table-format/iceberg/commit.js"
+import { TABLE_DATA_PREFIX } from "../table-format/layout.js"
 import type { ExportRun } from "./export-run.js"
 import { writeMarkers } from "./markers.js"
 import { cursorToStore } from "./store-cursor.js"
@@ -36,15 +37,16 @@ export interface PublishedRun {
 }
 
 /** Objects named like this run's parts that the manifest does not list: leftovers of an interrupted attempt. */
-const findUntracked = ({ ctx }: ExportRun, outcome: ModeOutcome, journal: RunJournal) =>
+const findUntracked = ({ ctx, table }: ExportRun, outcome: ModeOutcome, journal: RunJournal) =>
   Effect.gen(function* () {
     const { list } = ctx.sink
     if (!journal.resumed || outcome.partStem === undefined || list === undefined) return []
     const listed = new Set(outcome.parts.map((part) => part.path))
+    const stem = `${table === undefined ? "" : TABLE_DATA_PREFIX}${outcome.partStem}`
     const objects = yield* withRetry(list, ctx.retry, () => {})
     return objects
       .map((object) => object.key)
-      .filter((key) => key.startsWith(outcome.partStem!) && !listed.has(key))
+      .filter((key) => key.startsWith(stem) && !listed.has(key))
       .sort()
   })
 
