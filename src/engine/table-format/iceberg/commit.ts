@@ -82,7 +82,7 @@ const attempt = (
   head: TableHead | undefined,
   input: CommitInput,
   snapshotId: number,
-  dataFiles: (spec: IcebergPartitionSpec, fields: ReadonlyArray<IcebergField>) => Effect.Effect<ReadonlyArray<DataFileEntry>>
+  dataFiles: (spec: IcebergPartitionSpec, fields: ReadonlyArray<IcebergField>) => ReadonlyArray<DataFileEntry>
 ) =>
   Effect.gen(function* () {
     const metadata = head?.metadata
@@ -95,7 +95,7 @@ const attempt = (
         "run the export again: its next run writes files with the table's new ids"
       )
     const spec = specOn(metadata, input.partition, evolved.fields)
-    const entries = yield* dataFiles(spec, evolved.fields)
+    const entries = dataFiles(spec, evolved.fields)
     const sequenceNumber = (metadata?.["last-sequence-number"] ?? 0) + 1
     const schemaId = schemaIdFor(metadata, evolved)
     const tag = randomUUID()
@@ -185,11 +185,9 @@ export const commitSnapshot = Effect.fn("Iceberg.commitSnapshot")(function* (fil
   if (problem !== undefined) return yield* conflict(files, problem, "change partition_by (docs/formats/iceberg.md, Partitioning)")
   const snapshotId = newSnapshotId()
   // The footers are read once; a retry on another head only recomputes the partition tuples for its spec.
-  const footers = yield* Effect.forEach(input.parts, (part) => dataFileOf(files, part, { "spec-id": 0, fields: [] }, input.written.fields), {
-    concurrency: 8
-  })
+  const footers = yield* Effect.forEach(input.parts, (part) => dataFileOf(files, part), { concurrency: 8 })
   const dataFiles = (spec: IcebergPartitionSpec, fields: ReadonlyArray<IcebergField>) =>
-    Effect.succeed(input.parts.map((part, i): DataFileEntry => ({ ...footers[i]!, partition: partitionTuple(spec, fields, part.partition) })))
+    input.parts.map((part, i): DataFileEntry => ({ ...footers[i]!, partition: partitionTuple(spec, fields, part.partition) }))
   for (let lost = 0; lost < MAX_COMMIT_ATTEMPTS; lost++) {
     if (lost > 0) yield* Effect.sleep(`${Math.min(2000, 25 * 2 ** lost) + Math.floor(Math.random() * 25)} millis`)
     const head = yield* catalog.load

@@ -4,23 +4,17 @@ import type { PartRecord } from "../../../core/manifest.js"
 import type { TableFiles } from "../table-files.js"
 import type { DataFileEntry } from "./avro.js"
 import { footerFacts, footerLength, type FooterFacts } from "./footer.js"
-import { partitionTuple, type IcebergPartitionSpec } from "./partition.js"
-import type { IcebergField } from "./schema.js"
 
 /** Most footers of Rivet's parts fit in this; a larger one is read again whole. */
 const FOOTER_READ_BYTES = 64 * 1024
 
 /**
- * A committed part as a data file of the table: its row count and per-column metrics read back from its Parquet
+ * A committed part as a data file of the table (its partition tuple aside, which depends on the spec of the head
+ * a commit builds on): its row count and per-column metrics read back from its Parquet
  * footer at the destination — a byte range, not the file — so parts written by another thread, a worker or an earlier
  * attempt of a resumed run are described from what is stored.
  */
-export const dataFileOf = (
-  files: TableFiles,
-  part: PartRecord,
-  spec: IcebergPartitionSpec,
-  fields: ReadonlyArray<IcebergField>
-): Effect.Effect<DataFileEntry, TableCommitError> =>
+export const dataFileOf = (files: TableFiles, part: PartRecord): Effect.Effect<Omit<DataFileEntry, "partition">, TableCommitError> =>
   Effect.gen(function* () {
     const facts = yield* readFooter(files, part.path, part.size_bytes)
     if (facts.rowCount !== part.rows)
@@ -34,13 +28,12 @@ export const dataFileOf = (
       path: files.locationOf(part.path),
       recordCount: part.rows,
       sizeBytes: part.size_bytes,
-      partition: partitionTuple(spec, fields, part.partition),
       columnSizes: facts.columnSizes,
       valueCounts: facts.valueCounts,
       nullCounts: facts.nullCounts,
       lowerBounds: facts.lowerBounds,
       upperBounds: facts.upperBounds
-    } satisfies DataFileEntry
+    }
   })
 
 /** A stored Parquet file's footer facts, read as one byte range at its end (two when the footer is large). */
