@@ -1,4 +1,7 @@
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import { describeCause, TableCommitError } from "../../../core/errors.js"
 import type { TableFiles } from "../table-files.js"
 import { decodeAvroFile } from "./avro.js"
@@ -12,6 +15,19 @@ export interface ListedDataFile {
 }
 
 const ENTRY_DELETED = 2
+const CONTENT_DATA = 0
+
+/** What Rivet reads of a manifest entry (the spec's `manifest_entry`, decoded by avsc with the writer's schema). */
+const ManifestEntry = Schema.Struct({
+  status: Schema.Number,
+  data_file: Schema.Struct({
+    content: Schema.optional(Schema.Number),
+    file_path: Schema.String,
+    file_size_in_bytes: Schema.Number,
+    record_count: Schema.Number
+  })
+})
+const decodeEntry = Schema.decodeUnknownEither(ManifestEntry)
 
 const decoded = (files: TableFiles, location: string) =>
   Effect.gen(function* () {
@@ -36,11 +52,18 @@ export const snapshotDataFiles = (files: TableFiles, snapshot: Snapshot): Effect
   Effect.gen(function* () {
     const manifests = yield* decoded(files, snapshot["manifest-list"])
     const entries = yield* Effect.forEach(manifests, (manifest) => decoded(files, String(manifest["manifest_path"])), { concurrency: 4 })
-    return entries.flat().flatMap((entry) => {
-      if (entry["status"] === ENTRY_DELETED) return []
-      const file = entry["data_file"] as { readonly file_path: string; readonly file_size_in_bytes: number; readonly record_count: number; readonly content?: number }
-      return file.content !== undefined && file.content !== 0
-        ? []
-        : [{ location: file.file_path, sizeBytes: Number(file.file_size_in_bytes), recordCount: Number(file.record_count) }]
-    })
+    const listed: Array<ListedDataFile> = []
+    for (const raw of entries.flat()) {
+      const entry = decodeEntry(raw)
+      if (Either.isLeft(entry))
+        return yield* new TableCommitError({
+          table: files.table,
+          message: `a manifest of snapshot ${snapshot["snapshot-id"]} holds an entry that is not an Iceberg manifest entry: ${ParseResult.TreeFormatter.formatErrorSync(entry.left)}`,
+          retryable: false
+        })
+      const { status, data_file: file } = entry.right
+      if (status === ENTRY_DELETED || (file.content ?? CONTENT_DATA) !== CONTENT_DATA) continue
+      listed.push({ location: file.file_path, sizeBytes: file.file_size_in_bytes, recordCount: file.record_count })
+    }
+    return listed
   })
