@@ -80,6 +80,11 @@ const rowsOf = (plan: PlannedExport): Array<[string, string]> => {
       "partitions",
       `${plan.partitions.by.join(", ")}: ${plan.partitions.estimated === null ? "count unknown" : `~${formatCount(plan.partitions.estimated)} values of ${plan.partitions.estimate_covers.join(", ")}`}; at most ${plan.partitions.max_open} open at once`
     ])
+  if (plan.table)
+    rows.push([
+      "table",
+      `${plan.table.format} ${plan.table.name} (${plan.table.catalog}): ${plan.table.operation} on ${plan.table.current_snapshot === null ? "a new table" : `snapshot ${plan.table.current_snapshot}`}`
+    ])
   rows.push(["destination", plan.destination], ["naming", plan.naming])
   for (const notice of plan.notices) rows.push(["note", notice])
   return rows

@@ -6,7 +6,10 @@ import { formatBytes } from "../core/size.js"
 import { guardedSink, guardedSource } from "../engine/plugin-guard.js"
 import { baseQuery } from "../engine/modes/context.js"
 import { runnable } from "../engine/modes/define.js"
-import { type ChangeLogStatus, type PluginContext, SinkDriver, SourceDriver, type SourceDriverShape } from "../core/plugin.js"
+import { type ChangeLogStatus, type PluginContext, SinkDriver, type SinkDriverShape, SourceDriver, type SourceDriverShape } from "../core/plugin.js"
+import type { TableFormatSpec } from "../config/table-format.js"
+import { DEFAULT_RETRY_POLICY } from "../core/retry.js"
+import { tableNameOf, tableOf } from "../engine/table-format/table-format.js"
 
 export interface DoctorCheck {
   /** `Source Postgres`, `Export orders`, `Destination S3(my-bucket)`, `Change log orders (wal_level)`. */
@@ -70,6 +73,16 @@ const notesOf = (result: unknown): ReadonlyArray<string> => {
 /** A plugin that misbehaved (a guard's PluginError, see plugin-guard.ts) is a failed check, not a crash. */
 const reportGuarded = <A>(effect: Effect.Effect<A, RivetError>): Effect.Effect<A, RivetError> =>
   Effect.catchAllDefect(effect, (defect) => (defect instanceof PluginError ? Effect.fail(defect) : Effect.die(defect)))
+
+/** An export's table: its catalog reachable, and its current metadata one Rivet can extend (or no table yet). */
+const tableCheck = (table: TableFormatSpec, sink: SinkDriverShape): Effect.Effect<DoctorCheck> =>
+  Effect.match(
+    Effect.scoped(Effect.flatMap(tableOf(table, sink, DEFAULT_RETRY_POLICY), ({ catalog }) => Effect.map(catalog.check, (detail) => `${catalog.label}: ${detail}`))),
+    {
+      onSuccess: (detail): DoctorCheck => ({ name: `Table ${tableNameOf(table)}`, detail }),
+      onFailure: (error): DoctorCheck => ({ name: `Table ${tableNameOf(table)}`, error })
+    }
+  )
 
 const slotText = (slot: DoctorSlot): string =>
   [
@@ -175,13 +188,14 @@ export const doctor = (config: RivetConfig, options: DoctorOptions = {}): Effect
       const check = Effect.gen(function* () {
         const sink = yield* SinkDriver
         const identity = `${sink.label} ${sink.uri()}`
-        if (seen.has(identity)) return undefined
+        const destination = seen.has(identity) ? [] : [yield* attempt(`Destination ${sink.label}`, sink.check)]
         seen.add(identity)
-        return yield* attempt(`Destination ${sink.label}`, sink.check)
+        const table = spec.tableFormat === undefined || destination[0]?.error !== undefined ? [] : [yield* tableCheck(spec.tableFormat, sink)]
+        return [...destination, ...table]
       })
       const result = yield* Effect.either(reportGuarded(Effect.scoped(Effect.provide(check, Layer.fresh(layer)))))
       if (result._tag === "Left") checks.push({ name: `Destination ${spec.destination.plugin.type}`, error: result.left })
-      else if (result.right) checks.push(result.right)
+      else checks.push(...result.right)
     }
     return checks
   })

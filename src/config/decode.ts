@@ -24,6 +24,7 @@ import { metaColumnsOf } from "./meta-columns.js"
 import { type ColumnMask, readMasking } from "./masking.js"
 import { partitionOf } from "./partition.js"
 import { rustTypeHint } from "./rust-keys.js"
+import { tableFormatOf } from "./table-format.js"
 import { exportKeys } from "./export-keys.js"
 import { decodeMode, keyModes, type ModeList } from "./mode.js"
 import { type SharedReader, sharedReadProblems } from "./shared-read.js"
@@ -270,8 +271,17 @@ const decodeExport = (
         )
       }
     }
-    if (!format || formatConfig === undefined || !destination || !mode) return undefined
     const table = decoded.table?.split(".")
+    const tableFormat = tableFormatOf(decoded.table_format, path, {
+      name: decoded.name,
+      sourceSchema: table?.length === 2 ? table[0] : undefined,
+      format: formatType,
+      destinationType: destination?.plugin.type,
+      modeKind: kind,
+      partitionKeepColumns: decoded.partition_keep_columns
+    })
+    problems.add(...tableFormat.problems)
+    if (!format || formatConfig === undefined || !destination || !mode) return undefined
     return {
       name: decoded.name,
       table: table ? (table.length === 2 ? { schema: table[0], name: table[1]! } : { name: table[0]! }) : undefined,
@@ -286,7 +296,9 @@ const decodeExport = (
       masks,
       allowUnmasked: decoded.allow_unmasked ?? [],
       metaColumns,
-      partition: partition.spec,
+      // An Iceberg table's identity partition columns stay in its data files, where every reader looks for them.
+      partition: tableFormat.spec && partition.spec ? { ...partition.spec, keepColumns: true } : partition.spec,
+      tableFormat: tableFormat.spec,
       notices: advisoryNotices(decoded, path),
       format: configure(format, formatConfig),
       destination

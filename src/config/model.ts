@@ -8,6 +8,7 @@ import { ADVISORY_FIELDS, type ConfigNotice } from "./advisory.js"
 import { type MetaColumnKind, MetaColumnsConfig } from "./meta-columns.js"
 import { PartitionFields, type PartitionSpec } from "./partition.js"
 import { type ColumnMask, MaskingBlock, type MaskingConfig, MaskMethodSchema } from "./masking.js"
+import { TableFormatConfig, type TableFormatSpec } from "./table-format.js"
 import { TelemetryBlock, type TelemetryConfig } from "./telemetry.js"
 
 /**
@@ -80,6 +81,8 @@ export interface ExportConfig {
   readonly notices?: ReadonlyArray<ConfigNotice> | undefined
   readonly format: Configured<AnyFormatPlugin>
   readonly destination: Configured<AnySinkPlugin>
+  /** `table_format:`: each run's parts committed as one snapshot of a table at the destination (docs/formats/iceberg.md). */
+  readonly tableFormat?: TableFormatSpec | undefined
   /**
    * Another export of the config writes to the same destination: the markers are then named per export
    * (`{export}.manifest.json`, `_SUCCESS.{export}`) instead of `manifest.json` and `_SUCCESS`.
@@ -222,6 +225,7 @@ export const ExportCore = Schema.Struct({
     })
   ),
   destination: Schema.Unknown.annotations({ description: "Where the files go: { type: local | stdout | s3, ... }." }),
+  table_format: Schema.optional(TableFormatConfig),
   ...ADVISORY_FIELDS
 })
 export type ExportCore = typeof ExportCore.Type

@@ -12,6 +12,17 @@ export interface Column {
   readonly type: LogicalType
   /** The source's own name for the type (e.g. `numeric(12,2)`), for reports and manifests. */
   readonly sourceType?: string
+  /**
+   * Ids a table format gives the column (Iceberg's field ids), which formats that can carry them write into their
+   * schema (Parquet's `field_id`) so a reader tells a column by id across renames and added columns.
+   */
+  readonly fieldIds?: FieldIds | undefined
+}
+
+/** A column's field id, and for a list its element's ids. */
+export interface FieldIds {
+  readonly id: number
+  readonly element?: FieldIds | undefined
 }
 
 /** The ordered columns of a result; every batch of the result carries it. */

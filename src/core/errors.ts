@@ -137,6 +137,19 @@ export class SchemaDriftError extends Schema.TaggedError<SchemaDriftError>()("Sc
   hint: Schema.optional(Schema.String)
 }) {}
 
+/**
+ * Committing a run's parts to a table (Iceberg) failed: its metadata could not be read or is not one Rivet can
+ * extend, the catalog refused or could not be reached, or other writers kept winning the commit. `retryable`: the
+ * same commit may succeed later (a catalog database down, a lost race after the retries).
+ */
+export class TableCommitError extends Schema.TaggedError<TableCommitError>()("TableCommitError", {
+  table: Schema.String,
+  message: Schema.String,
+  hint: Schema.optional(Schema.String),
+  retryable: Schema.Boolean,
+  cause: Schema.optional(ErrorCause)
+}) {}
+
 /** Any failure Rivet reports: switch on `_tag`; `exitCodeOf` gives the CLI's exit code. */
 export type RivetError =
   | ConfigError
@@ -147,6 +160,7 @@ export type RivetError =
   | StateError
   | PluginError
   | SchemaDriftError
+  | TableCommitError
 
 /** Exit codes (DESIGN.md §5): 0 ok, 1 config/usage, 2 retryable failure, 3 integrity, 4 schema drift. */
 export const exitCodeOf = (error: RivetError): number => {
@@ -157,6 +171,7 @@ export const exitCodeOf = (error: RivetError): number => {
     case "SourceError":
     case "SinkError":
     case "StateError":
+    case "TableCommitError":
       return error.retryable === true ? 2 : 1
     case "IntegrityError":
       return 3

@@ -181,7 +181,7 @@ const guardUpload = (who: Who, handle: UploadHandle): UploadHandle => ({
 })
 
 const guardSink = (who: Who, driver: SinkDriverShape): SinkDriverShape => {
-  const { list, sweep, read, pendingUploads } = driver
+  const { list, sweep, read, readRange, create, pendingUploads } = driver
   return {
     ...driver,
     check: value(who, "check", driver.check),
@@ -190,6 +190,8 @@ const guardSink = (who: Who, driver: SinkDriverShape): SinkDriverShape => {
     ...(list && { list: value(who, "list", list) }),
     ...(sweep && { sweep: value(who, "sweep", sweep) }),
     ...(read && { read: (key) => stream(who, "read", Stream.suspend(() => sync(who, "read", () => read(key)))) }),
+    ...(readRange && { readRange: (key, offset, length) => call(who, "readRange", () => readRange(key, offset, length)) }),
+    ...(create && { create: (key, bytes, contentType) => call(who, "create", () => create(key, bytes, contentType)) }),
     ...(pendingUploads && {
       pendingUploads: {
         list: (prefix) => call(who, "pendingUploads.list", () => pendingUploads.list(prefix)),

@@ -13,12 +13,15 @@ export class UploadLedger {
   private readonly keys = new Set<string>()
   private readonly prefixes = new Set<string>()
 
+  /** `keyPrefix`: where the run's part names start under the destination (a table's `data/`). */
+  constructor(private readonly keyPrefix = "") {}
+
   noteKey(key: string): void {
     this.keys.add(key)
   }
 
   notePrefix(prefix: string): void {
-    this.prefixes.add(prefix)
+    this.prefixes.add(`${this.keyPrefix}${prefix}`)
   }
 
   get isEmpty(): boolean {

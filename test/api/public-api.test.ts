@@ -233,6 +233,7 @@ describe("public API types", () => {
       | "StateError"
       | "PluginError"
       | "SchemaDriftError"
+      | "TableCommitError"
     >()
   })
 })
@@ -256,6 +257,7 @@ describe("public API values", () => {
       "SourceDriver",
       "SourceError",
       "StateError",
+      "TableCommitError",
       "batchByteLength",
       "batchFromColumns",
       "batchToRows",

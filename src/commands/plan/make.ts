@@ -18,6 +18,8 @@ import { selectExports } from "../../engine/run.js"
 import { PLAN_VALIDITY_MS, PLAN_VERSION, type PlanFile, type PlannedExport } from "../../engine/plan/model.js"
 import type { ConfigIdentity } from "../../engine/plan/verify.js"
 import { makeLiveProgress } from "../../engine/live-progress.js"
+import { TABLE_DATA_PREFIX } from "../../engine/table-format/layout.js"
+import { describeTable } from "../../engine/table-format/table-format.js"
 import { planPartitions } from "./partitions.js"
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -61,12 +63,16 @@ const planExport = (spec: ExportConfig, now: () => Date) =>
       checkSchema: () => Effect.void
     }
     const prepared = yield* prepareMode(ctx)
-    const plan = yield* prepared.plan
+    const table = yield* describeTable(spec, ctx.sink, ctx.retry)
+    const modePlan = yield* prepared.plan
+    // A table's data files go under its data/ folder.
+    const plan = table === undefined ? modePlan : { ...modePlan, table, naming: `${TABLE_DATA_PREFIX}${modePlan.naming}` }
     if (spec.partition === undefined) return { ...plan, notices } satisfies PlannedExport
     const { planned, notice } = yield* planPartitions(ctx, spec.partition)
     if (notice !== undefined) notices.push(notice)
     const directories = planned.by.map((key) => `${key}={${key}}/`).join("")
-    return { ...plan, naming: `${directories}${plan.naming}`, partitions: planned, notices } satisfies PlannedExport
+    const naming = table === undefined ? `${directories}${plan.naming}` : `${TABLE_DATA_PREFIX}${directories}${modePlan.naming}`
+    return { ...plan, naming, partitions: planned, notices } satisfies PlannedExport
   })
 
 const errorOf = (cause: Cause.Cause<RivetError>, spec: ExportConfig): RivetError =>

@@ -16,6 +16,10 @@ export type FindingCode =
   | "RUN_NOT_PUBLISHED"
   | "STALE_MARKER"
   | "NOT_VERIFIED"
+  | "TABLE_UNREADABLE"
+  | "TABLE_FILE_MISSING"
+  | "TABLE_FILE_SIZE"
+  | "TABLE_FILE_ROWS"
 
 /**
  * `error` fails validation (exit 3); `warning` is reported only — unless `--strict`, which makes every warning an

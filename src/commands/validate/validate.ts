@@ -9,6 +9,7 @@ import { type ExportValidation, type Finding, finding } from "./findings.js"
 import { type FoundManifest, historyFindings, type HistoryContext, MAX_MANIFEST_BYTES, readAll, readHistory, selectRuns } from "./history.js"
 import { checkSuccessMarker, manifestExportName, type StoredManifest } from "./manifest-check.js"
 import { checkPart, type PartCheckContext } from "./parts.js"
+import { tableFindings } from "./table.js"
 import { untrackedObjects } from "./untracked.js"
 
 export interface ValidateOptions {
@@ -149,6 +150,7 @@ const validateWithDrivers = (
     const checked = yield* checkSelectedParts(spec, format, selected, { listing, read, retry, strict })
     findings.push(...checked.findings)
     findings.push(...untrackedObjects({ exportName: spec.name, extension: format.extension, keys, strict }, history, [...listing.keys()]))
+    if (spec.tableFormat !== undefined) findings.push(...(yield* tableFindings(spec.tableFormat, sink, listing, { retry, strict })).findings)
     return result(findings, { runs: checked.runs, parts: checked.parts, rows: checked.rows })
   })
 

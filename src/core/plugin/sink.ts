@@ -70,6 +70,9 @@ export interface WriteReceipt {
   readonly sha256?: string | undefined
 }
 
+/** What `SinkDriverShape.create` did: wrote the object, or found one under its key and wrote nothing. */
+export type CreateOutcome = "created" | "exists"
+
 /** What `rivet doctor` should tell beyond a passing check: steps it skipped, objects it could not remove. */
 export interface SinkCheckReport {
   readonly notes: ReadonlyArray<string>
@@ -101,6 +104,13 @@ export interface SinkDriverShape {
   readonly sweep?: Effect.Effect<ReadonlyArray<string>, SinkError>
   /** Reads an object back, where the destination supports it. */
   readonly read?: (key: string) => Stream.Stream<Uint8Array, SinkError>
+  /** Reads `length` bytes of an object from byte `offset` (a Parquet footer), where the destination supports it. */
+  readonly readRange?: (key: string, offset: number, length: number) => Effect.Effect<Uint8Array, SinkError>
+  /**
+   * Writes a whole small object atomically only when no object has its key — `exists` when one has, and nothing is
+   * written (local: a hard link; S3: a conditional PUT `If-None-Match: *`). A table format commits with it.
+   */
+  readonly create?: (key: string, bytes: Uint8Array, contentType: string) => Effect.Effect<CreateOutcome, SinkError>
   /**
    * Destinations whose unfinished uploads outlive a lost `begin` response or an interrupted request (S3): the
    * runtime lists the keys it began uploads under and aborts what no handle completed (src/engine/upload-cleanup.ts).

@@ -69,7 +69,7 @@ export const make = <Receipt>(primitives: SinkPrimitives<Receipt>): SinkDriverSh
     return { notes: [`the probe object ${primitives.uri(PROBE_NAME)} was written but not removed (${message}).${hint === undefined ? "" : ` ${hint}`} Remove it by hand; no run lists or reads it.`] }
   }).pipe(Effect.withSpan(span("check")))
 
-  const { list, read, sweep, pendingUploads } = primitives
+  const { list, read, readRange, create, sweep, pendingUploads } = primitives
   return {
     label: primitives.label,
     uri: primitives.uri,
@@ -90,6 +90,18 @@ export const make = <Receipt>(primitives: SinkPrimitives<Receipt>): SinkDriverSh
       : {
           read: (key: string) =>
             Stream.unwrap(Effect.as(checkKey("read", key), read(key))).pipe(Stream.withSpan(span("read")))
+        }),
+    ...(readRange === undefined
+      ? {}
+      : {
+          readRange: (key: string, offset: number, length: number) =>
+            Effect.zipRight(checkKey("readRange", key), readRange(key, offset, length)).pipe(Effect.withSpan(span("readRange")))
+        }),
+    ...(create === undefined
+      ? {}
+      : {
+          create: (key: string, bytes: Uint8Array, contentType: string) =>
+            Effect.zipRight(checkKey("create", key), create(key, bytes, contentType)).pipe(Effect.withSpan(span("create")))
         }),
     ...(sweep === undefined ? {} : { sweep: sweep.pipe(Effect.withSpan(span("sweep"))) }),
     ...(pendingUploads === undefined ? {} : { pendingUploads })

@@ -1,10 +1,21 @@
 import type * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
 import type { SinkError } from "../errors.js"
-import type { PendingUploads, SinkCapabilities, StoredObject, WriteReceipt } from "../plugin.js"
+import type { CreateOutcome, PendingUploads, SinkCapabilities, StoredObject, WriteReceipt } from "../plugin.js"
 
 /** The operations `Sink.make` names in spans and in the errors it asks the plugin to build. */
-export type SinkOperation = "check" | "put" | "begin" | "writeBlock" | "complete" | "abort" | "list" | "read" | "sweep"
+export type SinkOperation =
+  | "check"
+  | "put"
+  | "create"
+  | "begin"
+  | "writeBlock"
+  | "complete"
+  | "abort"
+  | "list"
+  | "read"
+  | "readRange"
+  | "sweep"
 
 /**
  * One object being written, as the store sees it. `Sink.make` calls `writePart` only for a valid index of an open
@@ -81,6 +92,10 @@ export interface SinkPrimitives<Receipt> {
   readonly list?: Effect.Effect<ReadonlyArray<StoredObject>, SinkError> | undefined
   /** Reads an object back. */
   readonly read?: ((key: string) => Stream.Stream<Uint8Array, SinkError>) | undefined
+  /** Reads `length` bytes of an object from byte `offset`. */
+  readonly readRange?: ((key: string, offset: number, length: number) => Effect.Effect<Uint8Array, SinkError>) | undefined
+  /** Writes a whole small object only when its key is free (see `SinkDriverShape.create`). */
+  readonly create?: ((key: string, bytes: Uint8Array, contentType: string) => Effect.Effect<CreateOutcome, SinkError>) | undefined
   /** Removes what writers that no longer run left behind and returns their keys (see `SinkDriverShape.sweep`). */
   readonly sweep?: Effect.Effect<ReadonlyArray<string>, SinkError> | undefined
   readonly pendingUploads?: PendingUploads | undefined

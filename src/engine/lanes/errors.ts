@@ -13,7 +13,8 @@ import {
   SchemaDriftError,
   SinkError,
   SourceError,
-  StateError
+  StateError,
+  TableCommitError
 } from "../../core/errors.js"
 import { guardedPluginError } from "../plugin-guard.js"
 
@@ -26,7 +27,8 @@ export const AnyRivetError = Schema.Union(
   IntegrityError,
   StateError,
   PluginError,
-  SchemaDriftError
+  SchemaDriftError,
+  TableCommitError
 )
 
 const laneFailure = (exportName: string, message: string, defect?: unknown): PluginError =>

@@ -18,6 +18,7 @@ import { nowMs, timedPulls } from "../telemetry/timing.js"
 import type { SourceRead, UnitOutcome, UnitWork } from "./unit.js"
 import type { UnitContext } from "./unit-context.js"
 import { partCapFor } from "./part-cap.js"
+import { TABLE_DATA_PREFIX } from "../table-format/layout.js"
 
 const refColumns = (ref: ColumnRef): ReadonlyArray<string> => (typeof ref === "string" ? [ref] : ref.columns)
 
@@ -155,19 +156,21 @@ export const runUnit = (ctx: UnitContext, meter: AttemptMeter, work: UnitWork): 
     Effect.gen(function* () {
       const startedAt = yield* nowMs
       const clocks = yield* makeClocks
+      // A table's data files go under its data/ folder, its metadata beside it.
+      const dataPrefix = ctx.spec.tableFormat === undefined ? "" : TABLE_DATA_PREFIX
       const upload = (pieces: Stream.Stream<PartPiece, RivetError>, naming: PartNaming = { keyOf: work.keyOf }) =>
         Effect.flatMap(nowMs, (uploadStartedAt) =>
           uploadParts(pieces, {
             exportName: ctx.spec.name,
             sink: ctx.sink,
             contentType: ctx.format.contentType,
-            keyOf: naming.keyOf,
+            keyOf: dataPrefix === "" ? naming.keyOf : (part) => `${dataPrefix}${naming.keyOf(part)}`,
             partitionOf: naming.partitionOf,
             retry: ctx.retry,
             onRetry: meter.count({ retries: 1 }),
             onCommitted: (part) =>
               Effect.zipRight(meter.count({ parts: 1 }), ctx.reporter.partCommitted?.(ctx.spec.name, part) ?? Effect.void).pipe(
-                Effect.zipRight(naming.committed?.(part) ?? Effect.void)
+                Effect.zipRight(naming.committed?.({ ...part, path: part.path.slice(dataPrefix.length) }) ?? Effect.void)
               ),
             onBytes: (count) => meter.count({ bytes: count }),
             onBegin: (key) => Effect.sync(() => ctx.uploads?.noteKey(key))

@@ -93,6 +93,16 @@ export const PlannedExport = Schema.Struct({
       estimate_covers: Schema.Array(Schema.String)
     })
   ),
+  /** `table_format:`: the table the run commits to, its catalog, the snapshot it builds on and the operation. */
+  table: Schema.optional(
+    Schema.Struct({
+      format: Schema.Literal("iceberg"),
+      name: Schema.String,
+      catalog: Schema.String,
+      operation: Schema.Literal("append", "overwrite"),
+      current_snapshot: Schema.NullOr(Schema.Number)
+    })
+  ),
   /** The destination root's URI. */
   destination: Schema.String,
   /** How the parts will be named, placeholders in braces: `orders_{YYYYMMDD}_{HHMMSS}_chunk{N}_{nonce}.parquet`. */

@@ -3,6 +3,7 @@ import type { MarkerKeys } from "../../core/naming.js"
 import type { HeldLease } from "../lease.js"
 import type { ExportContext } from "../modes/context.js"
 import type { DriftCheck } from "../modes/drift.js"
+import type { OpenedTable } from "../table-format/table-format.js"
 import type { UploadLedger } from "../upload-cleanup.js"
 import type { RunOptions } from "./run-options.js"
 
@@ -27,4 +28,6 @@ export interface ExportRun {
    * every destination: the context has it only where there are pending uploads to abort.
    */
   readonly uploads: UploadLedger
+  /** The export's table (`table_format:`), which the run commits its parts to as one snapshot when it publishes. */
+  readonly table?: OpenedTable | undefined
 }

@@ -14,6 +14,8 @@ import { makeDriftCheck } from "../modes/drift.js"
 import { runIdentityOf } from "../modes/run-identity.js"
 import type { UnitContext } from "../modes/unit-context.js"
 import { QualityGates } from "../quality/gates.js"
+import { TABLE_DATA_PREFIX } from "../table-format/layout.js"
+import { openTable } from "../table-format/table-format.js"
 import { UploadLedger } from "../upload-cleanup.js"
 import type { ExportRun } from "./export-run.js"
 import type { TakenLease } from "./lease-step.js"
@@ -36,17 +38,21 @@ export const openExportRun = Effect.fn("Run.open")(function* (
   const drift = yield* makeDriftCheck(spec, state, reporter)
   const gates = spec.quality ? new QualityGates(spec.name, spec.quality) : undefined
   yield* Effect.addFinalizer(() => Effect.sync(() => gates?.close()))
-  const uploads = new UploadLedger()
+  // A table's parts are under its data/ folder: the stems of their names start there.
+  const uploads = new UploadLedger(spec.tableFormat === undefined ? "" : TABLE_DATA_PREFIX)
   const sink = yield* SinkDriver
   const source = yield* SourceDriver
+  const retry = options.retry ?? DEFAULT_RETRY_POLICY
+  const table = yield* openTable(spec, sink, retry)
+  const format = yield* FormatDriver
   const unitContext: UnitContext = {
     spec,
     source,
-    format: yield* FormatDriver,
+    format: table === undefined ? format : table.format(format),
     sink,
     reporter,
     progress: yield* makeLiveProgress(spec.name, startedAt),
-    retry: options.retry ?? DEFAULT_RETRY_POLICY,
+    retry,
     gates,
     checkSchema: drift.check,
     maskKey: options.maskKey,
@@ -67,8 +73,10 @@ export const openExportRun = Effect.fn("Run.open")(function* (
       source,
       destinationUri: sink.uri()
     }),
-    chunkRunner: chunkRunnerFor(unitContext, options.lanes)
+    // A lane thread builds its own format driver from the config, without the table's field ids: a table's chunks
+    // run in this thread, `parallel` of them at once.
+    chunkRunner: chunkRunnerFor(unitContext, table === undefined ? options.lanes : undefined)
   }
   const keys = markerKeys(spec.name, spec.sharedDestination === true)
-  return { ctx, options, lease: taken.lease, startedAt, keys, cursorFrom, drift, uploads } satisfies ExportRun
+  return { ctx, options, lease: taken.lease, startedAt, keys, cursorFrom, drift, uploads, table } satisfies ExportRun
 })

@@ -2,6 +2,8 @@ import * as Effect from "effect/Effect"
 import type { Manifest, PartRecord } from "../../core/manifest.js"
 import { withRetry } from "../../core/retry.js"
 import type { ModeOutcome, RunJournal } from "../modes/mode.js"
+import type { CommittedSnapshot } from "../table-format/iceberg/commit.js"
+import { TABLE_DATA_PREFIX } from "../table-format/layout.js"
 import type { ExportRun } from "./export-run.js"
 import { writeMarkers } from "./markers.js"
 import { cursorToStore } from "./store-cursor.js"
@@ -30,18 +32,21 @@ export interface PublishedRun {
   /** Objects an interrupted attempt of this run left that the manifest does not list (resumed runs only). */
   readonly untracked: ReadonlyArray<string>
   readonly status: "success" | "skipped" | "joined"
+  /** The table snapshot the run committed (`table_format:`), when it had rows. */
+  readonly snapshot?: CommittedSnapshot | undefined
 }
 
 /** Objects named like this run's parts that the manifest does not list: leftovers of an interrupted attempt. */
-const findUntracked = ({ ctx }: ExportRun, outcome: ModeOutcome, journal: RunJournal) =>
+const findUntracked = ({ ctx, table }: ExportRun, outcome: ModeOutcome, journal: RunJournal) =>
   Effect.gen(function* () {
     const { list } = ctx.sink
     if (!journal.resumed || outcome.partStem === undefined || list === undefined) return []
     const listed = new Set(outcome.parts.map((part) => part.path))
+    const stem = `${table === undefined ? "" : TABLE_DATA_PREFIX}${outcome.partStem}`
     const objects = yield* withRetry(list, ctx.retry, () => {})
     return objects
       .map((object) => object.key)
-      .filter((key) => key.startsWith(outcome.partStem!) && !listed.has(key))
+      .filter((key) => key.startsWith(stem) && !listed.has(key))
       .sort()
   })
 
@@ -85,5 +90,10 @@ export const publishRun = Effect.fn("Run.publish")(function* (run: ExportRun, jo
   yield* run.lease.confirm
   yield* cursorToStore(run, journal.runId, outcome).confirmUnmoved
   const manifest = ctx.sink.capabilities.markers ? yield* writeMarkers(run, journal, outcome) : undefined
-  return { outcome, total, manifest, untracked, status: "success" } satisfies PublishedRun
+  // The snapshot last: readers of the table see the run only once Rivet's own markers vouch for it, and a run
+  // stopped before it leaves the table as it was (its state is not advanced either: the next run reads the rows again).
+  const snapshot = run.table === undefined ? undefined : yield* run.table.commit(outcome, journal)
+  if (snapshot !== undefined && snapshot.lostRaces > 0)
+    yield* reporter.notice(spec.name, `table ${run.table!.name}: committed snapshot ${snapshot.snapshotId} after ${snapshot.lostRaces} commit(s) of other writers landed first`)
+  return { outcome, total, manifest, untracked, status: "success", snapshot } satisfies PublishedRun
 })

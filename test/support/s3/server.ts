@@ -8,6 +8,7 @@ import { join } from "node:path"
 import { pipeline } from "node:stream/promises"
 import S3rver from "s3rver"
 import { stageBody } from "./body.js"
+import { ConditionalWrites } from "./conditional.js"
 import {
   faultKind,
   isLostResponse,
@@ -96,6 +97,7 @@ export async function startS3Server(options?: {
     )
   const upstream = makeUpstream(upstreamPort)
   const store = new MultipartStore(staging, upstream, options?.uploadsPageSize)
+  const conditional = new ConditionalWrites(upstream)
   const faults = makeFaultTable(options?.faultSeed === undefined ? Math.random : seededRandom(options.faultSeed))
   const log: Array<LoggedRequest> = []
   const stalls = new Set<() => void>()
@@ -106,7 +108,7 @@ export async function startS3Server(options?: {
     res.on("finish", () => {
       entry.status = res.statusCode
     })
-    const context: Context = { req, res, target, entry, upstream, store, faults, stalls, staging, policies, accessKeyId: "" }
+    const context: Context = { req, res, target, entry, upstream, store, faults, stalls, staging, policies, conditional, accessKeyId: "" }
     handle(context, (id) => secrets.get(id), region).catch((error: unknown) => failed(context, error))
   })
   // Longer than any pause in a test, so the SDK never reuses a socket the server is just closing.
@@ -160,6 +162,7 @@ interface Context {
   readonly stalls: Set<() => void>
   readonly staging: string
   readonly policies: Policies
+  readonly conditional: ConditionalWrites
   /** The caller, once its signature is verified. */
   accessKeyId: string
 }
@@ -201,6 +204,9 @@ const handle = async (ctx: Context, secretFor: (id: string) => string | undefine
       return ctx.store.listUploads(exchange)
     case "ListParts":
       return ctx.store.listParts(exchange)
+    case "PutObject":
+      if (req.headers["if-none-match"] === "*") return ctx.conditional.createOnly(target.bucket, target.key ?? "", () => proxy(ctx))
+      return proxy(ctx)
     case "UploadPartCopy":
       throw new S3Failure(501, "NotImplemented", "UploadPartCopy is not implemented by the S3 test server")
     default:

@@ -24,7 +24,8 @@ export const S3_ERROR_STATUS: Readonly<Record<string, number>> = {
   InternalError: 500,
   NoSuchBucket: 404,
   NoSuchUpload: 404,
-  NoSuchKey: 404
+  NoSuchKey: 404,
+  PreconditionFailed: 412
 }
 
 /** Builds an S3Failure for a well-known code, with its usual status. */

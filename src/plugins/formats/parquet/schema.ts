@@ -1,5 +1,5 @@
 import type { SchemaElement } from "./writer/metadata.js"
-import { type BatchSchema, formatLogicalType, type LogicalType } from "../../../core/batch.js"
+import { type BatchSchema, type FieldIds, formatLogicalType, type LogicalType } from "../../../core/batch.js"
 
 /** Arrow's Decimal256 holds 76 digits; wider decimals would be written but most readers could not load them. */
 export const MAX_DECIMAL_PRECISION = 76
@@ -84,8 +84,17 @@ const decimalElement = (name: string, { precision, scale }: DecimalType): Schema
   return { name, type: "FIXED_LEN_BYTE_ARRAY", type_length: decimalByteLength(precision), ...annotation }
 }
 
-/** The schema elements of one column, in Parquet's depth-first order (a list is a group of three levels). */
-export const columnElements = (name: string, type: LogicalType): Array<SchemaElement> => {
+/**
+ * The schema elements of one column, in Parquet's depth-first order (a list is a group of three levels), the
+ * column's field id on its outer element and a list element's on the element.
+ */
+export const columnElements = (name: string, type: LogicalType, fieldIds?: FieldIds): Array<SchemaElement> => {
+  const elements = typedElements(name, type, fieldIds?.element)
+  const [outer, ...rest] = elements
+  return fieldIds === undefined ? elements : [{ ...outer!, field_id: fieldIds.id }, ...rest]
+}
+
+const typedElements = (name: string, type: LogicalType, elementIds: FieldIds | undefined): Array<SchemaElement> => {
   switch (type.kind) {
     // Readers that know only converted types, and those that know only logical types, both see a 16-bit integer.
     case "int16":
@@ -147,7 +156,7 @@ export const columnElements = (name: string, type: LogicalType): Array<SchemaEle
       return [
         { name, repetition_type: OPTIONAL, num_children: 1, converted_type: "LIST", logical_type: { type: "LIST" } },
         { name: "list", repetition_type: "REPEATED", num_children: 1 },
-        ...columnElements("element", type.element)
+        ...columnElements("element", type.element, elementIds)
       ]
   }
 }
@@ -155,5 +164,5 @@ export const columnElements = (name: string, type: LogicalType): Array<SchemaEle
 /** The Parquet schema (root first) of a batch schema; call only after `schemaProblems` came back empty. */
 export const parquetSchema = (schema: BatchSchema): Array<SchemaElement> => [
   { name: "root", num_children: schema.columns.length },
-  ...schema.columns.flatMap((column) => columnElements(column.name, column.type))
+  ...schema.columns.flatMap((column) => columnElements(column.name, column.type, column.fieldIds))
 ]

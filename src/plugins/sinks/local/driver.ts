@@ -58,6 +58,7 @@ export const makeLocalDriver = (
           return {
             ...temp,
             commit: (size, operation) => temp.commit(size, operation).pipe(Effect.ensuring(untrack)),
+            commitNew: (size, operation) => temp.commitNew(size, operation).pipe(Effect.ensuring(untrack)),
             discard: temp.discard.pipe(Effect.ensuring(untrack))
           }
         }),
@@ -113,6 +114,30 @@ export const makeLocalDriver = (
           // A no-op after commit; after a failure it removes the temp file.
           (temp) => Effect.ignore(temp.discard)
         ),
+
+      create: (key, bytes) =>
+        Effect.acquireUseRelease(
+          openTracked("create", key),
+          (temp) => temp.writeAt(0, bytes, "create").pipe(Effect.zipRight(temp.commitNew(bytes.length, "create"))),
+          (temp) => Effect.ignore(temp.discard)
+        ),
+
+      readRange: (key, offset, length) => {
+        const path = pathOf(key)
+        return Effect.acquireUseRelease(
+          Effect.tryPromise({ try: () => open(path, "r"), catch: fsError({ operation: "readRange", action: "open the file", path, key }) }),
+          (handle) =>
+            Effect.tryPromise({
+              try: async () => {
+                const buffer = new Uint8Array(length)
+                const { bytesRead } = await handle.read(buffer, 0, length, offset)
+                return buffer.subarray(0, bytesRead)
+              },
+              catch: fsError({ operation: "readRange", action: "read the file", path, key })
+            }),
+          (handle) => Effect.promise(() => handle.close().catch(() => undefined))
+        )
+      },
 
       // Positional writes: a retried block lands where it did before, and blocks may come in any order.
       begin: (key) =>

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto"
 import type { FileHandle } from "node:fs/promises"
-import { mkdir, open, stat, unlink } from "node:fs/promises"
+import { link, mkdir, open, stat, unlink } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 import * as Effect from "effect/Effect"
 import type { SinkError } from "../../../core/errors.js"
+import type { CreateOutcome } from "../../../core/plugin.js"
 import { codeOf, fsError, protocolError, recoverFrom } from "./errors.js"
 import { LocalFileSystem, type LocalFileSystemShape } from "./file-system.js"
 
@@ -91,6 +92,11 @@ export interface TempFile {
   readonly writeAt: (position: number, bytes: Uint8Array, operation: string) => Effect.Effect<void, SinkError>
   /** Truncates to `size`, fsyncs, closes, renames onto the target and fsyncs the directory. */
   readonly commit: (size: number, operation: string) => Effect.Effect<void, SinkError>
+  /**
+   * Like `commit`, but only when no file has the target name (a hard link, then the temp file removed): `exists`
+   * when one has, and the temp file is removed all the same.
+   */
+  readonly commitNew: (size: number, operation: string) => Effect.Effect<CreateOutcome, SinkError>
   /** Closes and deletes the temp file; a no-op after commit or a previous discard. */
   readonly discard: Effect.Effect<void, SinkError>
   /** True once committed or discarded. */
@@ -156,33 +162,54 @@ const makeTempFile = (files: LocalFileSystemShape, opened: FileHandle, path: str
       })
     })
 
+  const flush = (size: number, operation: string): Effect.Effect<void, SinkError> =>
+    Effect.suspend(() => {
+      const handle = file
+      return handle === undefined
+        ? Effect.void
+        : Effect.tryPromise({
+            try: async () => {
+              if (written !== size) await handle.truncate(size)
+              await files.sync(handle, path)
+            },
+            catch: fsError({ operation, action: `flush ${key} to disk`, path, key })
+          }).pipe(Effect.zipRight(closeFile))
+    })
+
+  const notWriting = (operation: string) =>
+    phase === "discarded" ? Effect.fail(protocolError(operation, `the upload of ${key} was aborted and cannot complete`, key)) : undefined
+
   const commit = (size: number, operation: string): Effect.Effect<void, SinkError> =>
     Effect.suspend(() => {
       if (phase === "committed") return Effect.void
-      if (phase === "discarded") {
-        return Effect.fail(protocolError(operation, `the upload of ${key} was aborted and cannot complete`, key))
-      }
-      const handle = file
-      const flush =
-        handle === undefined
-          ? Effect.void
-          : Effect.tryPromise({
-              try: async () => {
-                if (written !== size) await handle.truncate(size)
-                await files.sync(handle, path)
-              },
-              catch: fsError({ operation, action: `flush ${key} to disk`, path, key })
-            }).pipe(Effect.zipRight(closeFile))
+      const refused = notWriting(operation)
+      if (refused !== undefined) return refused
       const moveIntoPlace = renamed
         ? Effect.void
         : Effect.tryPromise({
             try: () => files.rename(path, target),
             catch: fsError({ operation, action: "rename the temp file into place", path: target, key })
           }).pipe(Effect.tap(() => Effect.sync(() => (renamed = true))))
-      return flush.pipe(
+      return flush(size, operation).pipe(
         Effect.zipRight(moveIntoPlace),
         Effect.zipRight(flushDirectory(files, dirname(target), operation, key)),
         Effect.tap(() => Effect.sync(() => (phase = "committed")))
+      )
+    }).pipe(Effect.uninterruptible)
+
+  // A hard link fails with EEXIST when the target exists, where a rename would replace it: create-if-absent.
+  const commitNew = (size: number, operation: string): Effect.Effect<CreateOutcome, SinkError> =>
+    Effect.suspend(() => {
+      const refused = notWriting(operation)
+      if (refused !== undefined) return refused
+      const linkIntoPlace = Effect.tryPromise({
+        try: () => link(path, target).then((): CreateOutcome => "created", recoverFrom(["EEXIST"], (): CreateOutcome => "exists")),
+        catch: fsError({ operation, action: "link the temp file into place", path: target, key })
+      })
+      return flush(size, operation).pipe(
+        Effect.zipRight(linkIntoPlace),
+        Effect.tap(() => discard),
+        Effect.tap((outcome) => (outcome === "created" ? flushDirectory(files, dirname(target), operation, key) : Effect.void))
       )
     }).pipe(Effect.uninterruptible)
 
@@ -199,5 +226,5 @@ const makeTempFile = (files: LocalFileSystemShape, opened: FileHandle, path: str
     return closeFile.pipe(Effect.zipRight(remove))
   }).pipe(Effect.uninterruptible)
 
-  return { path, writeAt, commit, discard, settled: () => phase !== "writing" }
+  return { path, writeAt, commit, commitNew, discard, settled: () => phase !== "writing" }
 }

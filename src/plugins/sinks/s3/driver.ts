@@ -17,7 +17,7 @@ import { credentialSourceOf, describeCredentialSource, resolveCredentials } from
 import { s3Uri, toSinkError } from "./errors.js"
 import { keyLengthProblem, MAX_PARTS, s3UsageError } from "./keys.js"
 import { pendingUploadsOf } from "./pending.js"
-import { beginUpload, putObject } from "./upload.js"
+import { beginUpload, createObject, putObject } from "./upload.js"
 
 /** Options that are not user config: tests shorten the network timeouts. */
 export interface S3DriverOptions {
@@ -83,6 +83,14 @@ const readObject = (s3: S3Bucket, key: string, onError: (cause: unknown) => Sink
     })
   )
 
+/** GetObject of one byte range, read whole (a Parquet footer: a few KiB). */
+const readObjectRange = (s3: S3Bucket, key: string, offset: number, length: number) =>
+  s3.call("GetObject", key, async (abortSignal) => {
+    const range = `bytes=${offset}-${offset + length - 1}`
+    const output = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key, Range: range }), { abortSignal })
+    return output.Body === undefined ? new Uint8Array(0) : output.Body.transformToByteArray()
+  })
+
 /**
  * The S3 driver: an S3 client scoped to the layer, bound to one bucket and prefix, exposing the sink primitives.
  * Fails (before any network I/O) when an env var named by access_key_env/secret_key_env is unset.
@@ -128,9 +136,11 @@ export const makeS3Driver = (
           )
       },
       put: (key, bytes, contentType) => putObject(s3, fullKey(key), bytes, contentType),
+      create: (key, bytes, contentType) => createObject(s3, fullKey(key), bytes, contentType),
       begin: (key, contentType) => beginUpload(s3, fullKey(key), contentType),
       list: listObjects(s3),
       pendingUploads: pendingUploadsOf(s3),
-      read: (key) => readObject(s3, fullKey(key), streamError(fullKey(key)))
+      read: (key) => readObject(s3, fullKey(key), streamError(fullKey(key))),
+      readRange: (key, offset, length) => readObjectRange(s3, fullKey(key), offset, length)
     })
   })

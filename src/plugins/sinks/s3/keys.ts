@@ -14,12 +14,14 @@ export const MAX_PARTS = 10_000
 const S3_OPERATION: Readonly<Record<SinkOperation, string>> & Readonly<Record<string, string | undefined>> = {
   check: "PutObject",
   put: "PutObject",
+  create: "PutObject",
   begin: "CreateMultipartUpload",
   writeBlock: "UploadPart",
   complete: "CompleteMultipartUpload",
   abort: "AbortMultipartUpload",
   list: "ListObjectsV2",
   read: "GetObject",
+  readRange: "GetObject",
   sweep: "ListMultipartUploads"
 }
 

@@ -9,7 +9,7 @@ import {
 import * as Effect from "effect/Effect"
 import { createHash } from "node:crypto"
 import type { SinkError } from "../../../core/errors.js"
-import type { WriteReceipt } from "../../../core/plugin.js"
+import type { CreateOutcome, WriteReceipt } from "../../../core/plugin.js"
 import type { RawUpload } from "../../../core/sink/primitives.js"
 import { contentMd5, type S3Bucket } from "./client.js"
 import { s3UsageError } from "./keys.js"
@@ -156,3 +156,23 @@ export const beginUpload = (s3: S3Bucket, key: string, contentType: string) =>
     }
     return upload
   })
+
+const isPreconditionFailed = (cause: unknown): boolean =>
+  typeof cause === "object" &&
+  cause !== null &&
+  ((cause as { name?: unknown }).name === "PreconditionFailed" ||
+    (cause as { $metadata?: { httpStatusCode?: unknown } }).$metadata?.httpStatusCode === 412)
+
+/**
+ * Writes a whole object only when its key is free: a PutObject with `If-None-Match: *`, which S3 refuses with 412
+ * Precondition Failed when an object is there — `exists`, nothing written.
+ */
+export const createObject = (s3: S3Bucket, key: string, bytes: Uint8Array, contentType: string): Effect.Effect<CreateOutcome, SinkError> => {
+  const input = { Bucket: s3.bucket, Key: key, ContentType: contentType, IfNoneMatch: "*", ...body(bytes), ...s3.objectOptions }
+  return s3.call("PutObject", key, (abortSignal) =>
+    s3.client.send(new PutObjectCommand(input), { abortSignal }).then(
+      (): CreateOutcome => "created",
+      (cause: unknown): CreateOutcome | Promise<never> => (isPreconditionFailed(cause) ? "exists" : Promise.reject(cause))
+    )
+  )
+}

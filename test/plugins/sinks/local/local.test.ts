@@ -50,6 +50,23 @@ runSinkConformance("local sink conformance", {
 }, { describe, it })
 
 describe("local sink", () => {
+  it.effect("create writes only when the key is free (of two writers at once exactly one wins); readRange reads a range", () =>
+    Effect.gen(function* () {
+      const dir = join(base, "create")
+      const sink = yield* Effect.provide(SinkDriver, layerAt(dir))
+      const bytes = (text: string) => new TextEncoder().encode(text)
+      const outcomes = yield* Effect.all(
+        ["first", "second", "third"].map((text) => sink.create!("metadata/v1.metadata.json", bytes(text), "application/json")),
+        { concurrency: "unbounded" }
+      )
+      expect([...outcomes].sort()).toEqual(["created", "exists", "exists"])
+      const kept = readFileSync(join(dir, "metadata/v1.metadata.json"), "utf8")
+      expect(["first", "second", "third"]).toContain(kept)
+      // No temp file is left by the losers.
+      expect(yield* Effect.promise(() => filesUnder(dir))).toEqual(["metadata/v1.metadata.json"])
+      expect(new TextDecoder().decode(yield* sink.readRange!("metadata/v1.metadata.json", 1, 3))).toBe(kept.slice(1, 4))
+    }))
+
   it.effect("sweep removes temp files of writers that are gone, never those of live ones or final files", () =>
     Effect.gen(function* () {
       const dir = join(base, "sweep")

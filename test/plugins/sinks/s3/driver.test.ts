@@ -21,6 +21,21 @@ const inProgress = (key: string) =>
   )
 
 layer(S3Server.layer({ buckets: [BUCKET] }))("S3 driver against an S3-protocol server", (it) => {
+  it.scoped("create is a PutObject with If-None-Match: * — of writers racing for a key exactly one wins; readRange is a ranged GET", () =>
+    Effect.gen(function* () {
+      const s3 = yield* driver()
+      const bytes = (text: string) => new TextEncoder().encode(text)
+      const outcomes = yield* Effect.all(
+        ["first", "second", "third"].map((text) => s3.create!("table/metadata/v1.metadata.json", bytes(text), "application/json")),
+        { concurrency: "unbounded" }
+      )
+      expect([...outcomes].sort()).toEqual(["created", "exists", "exists"])
+      const kept = new TextDecoder().decode(yield* stored("table/metadata/v1.metadata.json"))
+      expect(["first", "second", "third"]).toContain(kept)
+      expect(new TextDecoder().decode(yield* s3.readRange!("table/metadata/v1.metadata.json", 1, 3))).toBe(kept.slice(1, 4))
+    })
+  )
+
   it.scoped("puts a small object under the prefix and reads it back", () =>
     Effect.gen(function* () {
       const s3 = yield* driver()

@@ -38,6 +38,7 @@ export interface SchemaElement {
   readonly scale?: number
   readonly precision?: number
   readonly logical_type?: LogicalAnnotation
+  readonly field_id?: number
 }
 
 export type Codec = "UNCOMPRESSED" | "SNAPPY" | "GZIP" | "ZSTD"
@@ -147,6 +148,7 @@ const writeSchemaElement = (thrift: ThriftWriter, element: SchemaElement): void 
   if (element.converted_type !== undefined) thrift.i32(6, CONVERTED[element.converted_type])
   if (element.scale !== undefined) thrift.i32(7, element.scale)
   if (element.precision !== undefined) thrift.i32(8, element.precision)
+  if (element.field_id !== undefined) thrift.i32(9, element.field_id)
   if (element.logical_type !== undefined) thrift.struct(10, () => writeLogical(thrift, element.logical_type!))
 }
 
