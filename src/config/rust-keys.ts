@@ -18,8 +18,6 @@ const TOP_LEVEL: Readonly<Record<string, string>> = {
 const SOURCE: Readonly<Record<string, string>> = {
   tuning: TUNING,
   environment: `${NOT_SUPPORTED} (no tuning profiles) — set batch_size on the export, statement_timeout_s / lock_timeout_s on source:`,
-  // Only a source without a tls: block gets here (the postgres source has one).
-  tls: "this source takes TLS in its URL (mysql: ?ssl-mode=VERIFY_IDENTITY, checked against the system's CAs; a private CA through NODE_EXTRA_CA_CERTS=<pem>); the postgres source has a tls: block (mode, ca_file, cert_file, key_file)",
   mongo: "MongoDB is not a supported source: Rivet reads PostgreSQL (source.type: postgres); remove the mongo: block"
 }
 

@@ -86,12 +86,11 @@ describe("config decoding", () => {
       expect(top.find((problem) => problem.path === "notifications")?.hint).toMatch(/Rust rivet; .*exit code/)
       const found = yield* problems({
         ...valid,
-        source: { ...valid.source, tuning: { profile: "fast" }, tls: { mode: "verify-full" } },
+        source: { ...valid.source, tuning: { profile: "fast" } },
         exports: [{ ...valid.exports[0], tables: ["a", "b"], chunk_by_key: "id" }]
       })
       const hintOf = (path: string) => found.find((problem) => problem.path === path)?.hint
       expect(hintOf("source.tuning")).toMatch(/Rust rivet; .*batch_size sits on the export/)
-      expect(hintOf("source.tls")).toMatch(/the postgres source has a tls: block/)
       // Not "did you mean 'table'?": tables captured several tables through one change stream.
       expect(hintOf("exports[0].tables")).toMatch(/Rust rivet; .*one export per table/)
       expect(hintOf("exports[0].chunk_by_key")).toMatch(/mode: keyset with key_columns/)
