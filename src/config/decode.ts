@@ -188,8 +188,7 @@ const decodeExport = (
       problems.add(...modeProblems)
       return undefined
     }
-    // `query_file:` (the Rust rivet's) already has an error whose hint says to write query: instead.
-    if ((decoded.table === undefined) === (decoded.query === undefined) && !("query_file" in raw && decoded.table === undefined)) {
+    if ((decoded.table === undefined) === (decoded.query === undefined)) {
       problems.add(
         new ConfigError({
           path,

@@ -5,8 +5,6 @@
  */
 const NOT_SUPPORTED = "Rivet has no equivalent"
 
-const TUNING = "Rivet has no tuning: block — batch_size sits on the export; statement_timeout_s and lock_timeout_s on source:"
-
 const LOAD = `Rivet does not load into warehouses: load the exported files with the warehouse's own loader (bq load, Snowflake COPY INTO), taking the file list from each export's manifest.json`
 
 const TOP_LEVEL: Readonly<Record<string, string>> = {
@@ -16,27 +14,19 @@ const TOP_LEVEL: Readonly<Record<string, string>> = {
 }
 
 const SOURCE: Readonly<Record<string, string>> = {
-  tuning: TUNING,
-  environment: `${NOT_SUPPORTED} (no tuning profiles) — set batch_size on the export, statement_timeout_s / lock_timeout_s on source:`,
   mongo: "MongoDB is not a supported source: Rivet reads PostgreSQL (source.type: postgres); remove the mongo: block"
 }
 
 const EXPORT: Readonly<Record<string, string>> = {
-  tuning: TUNING,
-  compression_profile: "use compression: zstd | snappy | gzip | none, and compression_level",
-  chunk_by_key: "use mode: keyset with key_columns: [<column>] (page_size rows per page)",
   chunk_count: `${NOT_SUPPORTED}: set chunk_size (key values per chunk)`,
   chunk_dense: `${NOT_SUPPORTED}: set chunk_size (key values per chunk), or use mode: keyset for equal-sized pages`,
   chunk_by_days: `${NOT_SUPPORTED}: chunk on an integer column with chunk_size, or use mode: keyset`,
-  chunk_size_memory_mb: `${NOT_SUPPORTED}: set chunk_size (key values per chunk)`,
   keyset_incremental: `${NOT_SUPPORTED}: use mode: incremental with cursor_column for append-only tables`,
   time_column_type: `${NOT_SUPPORTED}: time_column must be a timestamp, timestamptz or date column (convert unix seconds in the query with to_timestamp())`,
   verify: "verification is a command here: rivet validate -c <config>, or rivet run --validate",
-  parquet: "the Parquet row group size is row_group_size (rows) on the export",
   partition_granularity: "Rivet puts the granularity in partition_by, after the column: partition_by: [created_at:day] (year, month, day or hour, UTC; docs/partitioning.md)",
   shape_drift_warn_factor: `${NOT_SUPPORTED}: on_schema_drift covers column name and type changes`,
   tables: "Rivet's mode: cdc reads one table per export, where tables: captured several through one change stream: write one export per table, each with table: <name>, mode: cdc and its own destination (and its own slot, rivet_<export> by default)",
-  query_file: "Rivet reads a query only from the config: put the SQL in query: (a block scalar, query: |, keeps it on several lines)",
   target: "it steered the Rust rivet's type report for one warehouse, which Rivet does not have: remove it (the Parquet types Rivet writes are listed in docs/formats/parquet.md)",
   load: LOAD
 }

@@ -86,14 +86,14 @@ describe("config decoding", () => {
       expect(top.find((problem) => problem.path === "notifications")?.hint).toMatch(/Rust rivet; .*exit code/)
       const found = yield* problems({
         ...valid,
-        source: { ...valid.source, tuning: { profile: "fast" } },
-        exports: [{ ...valid.exports[0], tables: ["a", "b"], chunk_by_key: "id" }]
+        source: { ...valid.source, mongo: {} },
+        exports: [{ ...valid.exports[0], tables: ["a", "b"], chunk_dense: true }]
       })
       const hintOf = (path: string) => found.find((problem) => problem.path === path)?.hint
-      expect(hintOf("source.tuning")).toMatch(/Rust rivet; .*batch_size sits on the export/)
+      expect(hintOf("source.mongo")).toMatch(/Rust rivet; MongoDB is not a supported source/)
       // Not "did you mean 'table'?": tables captured several tables through one change stream.
       expect(hintOf("exports[0].tables")).toMatch(/Rust rivet; .*one export per table/)
-      expect(hintOf("exports[0].chunk_by_key")).toMatch(/mode: keyset with key_columns/)
+      expect(hintOf("exports[0].chunk_dense")).toMatch(/mode: keyset for equal-sized pages/)
       // Other keys, and plugin blocks, keep the generic hint.
       const plugin = yield* problems(withExport({ destination: { type: "fakesink", path: "out", tuning: {} } }))
       expect(plugin[0]?.hint).not.toMatch(/Rust rivet/)
