@@ -79,9 +79,6 @@ export const rustKeyHint = (path: string, key: string, known: ReadonlyArray<stri
 export const rustValueHint = (path: string, value: unknown): string | undefined => {
   const key = /\.([a-z_]+)$/.exec(path)?.[1]
   const owner = path.slice(0, path.length - (key?.length ?? 0) - 1)
-  if (key === "compression" && EXPORT_PATH.test(owner) && value === "lz4") {
-    return "lz4 (the Rust rivet's LZ4_RAW) is not available here: use zstd (the default: smaller files, about as fast) or snappy"
-  }
   if (key === "partition_by" && EXPORT_PATH.test(owner) && typeof value === "string") {
     return `partition_by takes a list of columns, each with an optional :year, :month, :day or :hour: partition_by: [${value}] (the Rust rivet's partition_granularity: day becomes partition_by: [${value}:day])`
   }
