@@ -97,3 +97,17 @@ export const rustTypeHint = (what: string, type: string, available: ReadonlyArra
   const found = lookup(table, type)
   return found === undefined ? undefined : `'${type}' is a ${what} type of the Rust rivet; ${found} (available: ${available.join(", ")})`
 }
+
+/** Every key and type of the Rust rivet that Rivet still refuses, where it stands, and the hint given for it. */
+export const refusedRustKeys = (): ReadonlyArray<{ readonly at: string; readonly key: string; readonly hint: string }> => {
+  const rows = (at: string, table: Readonly<Record<string, string>>) => Object.entries(table).map(([key, hint]) => ({ at, key, hint }))
+  return [
+    ...rows("(top level)", TOP_LEVEL),
+    ...rows("source", SOURCE),
+    ...rows("exports[]", EXPORT),
+    ...rows("exports[].destination", DESTINATION),
+    ...rows("exports[].quality", QUALITY),
+    ...rows("source.type", SOURCE_TYPES),
+    ...rows("exports[].destination.type", DESTINATION_TYPES)
+  ]
+}
