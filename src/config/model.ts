@@ -8,6 +8,7 @@ import { ADVISORY_FIELDS, type ConfigNotice } from "./advisory.js"
 import { type MetaColumnKind, MetaColumnsConfig } from "./meta-columns.js"
 import { PartitionFields, type PartitionSpec } from "./partition.js"
 import { type ColumnMask, MaskingBlock, type MaskingConfig, MaskMethodSchema } from "./masking.js"
+import { NotificationsBlock, type NotificationsConfig } from "./notifications.js"
 import { TelemetryBlock, type TelemetryConfig } from "./telemetry.js"
 
 /**
@@ -50,6 +51,8 @@ export interface RivetConfig {
   readonly masking?: MaskingConfig | undefined
   /** `parallel_exports:`: exports run at once (default 1: one after another). */
   readonly parallelExports?: number | undefined
+  /** `notifications:`: the webhook told about failed (or successful) exports. */
+  readonly notifications?: NotificationsConfig | undefined
 }
 
 export interface ExportConfig {
@@ -239,6 +242,7 @@ export const TopLevel = Schema.Struct({
   ),
   telemetry: Schema.optional(TelemetryBlock),
   masking: Schema.optional(MaskingBlock),
+  notifications: Schema.optional(NotificationsBlock),
   parallel_exports: Schema.optional(
     Schema.Union(
       Schema.Int.pipe(Schema.between(1, MAX_PARALLEL_EXPORTS, { message: () => `must be a whole number from 1 to ${MAX_PARALLEL_EXPORTS}, or true` })),

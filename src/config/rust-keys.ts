@@ -8,7 +8,6 @@ const NOT_SUPPORTED = "Rivet has no equivalent"
 const LOAD = `Rivet does not load into warehouses: load the exported files with the warehouse's own loader (bq load, Snowflake COPY INTO), taking the file list from each export's manifest.json`
 
 const TOP_LEVEL: Readonly<Record<string, string>> = {
-  notifications: `${NOT_SUPPORTED}: act on the exit code (0 ok, 1 config/permanent, 2 retryable, 3 integrity, 4 schema drift)`,
   parallel_export_processes: "exports run in one process here: parallel_exports: N runs N of them at once",
   load: LOAD
 }

@@ -82,8 +82,8 @@ describe("config decoding", () => {
 
   it.effect("tells a user migrating from the Rust rivet what to write instead of its keys", () =>
     Effect.gen(function* () {
-      const top = yield* problems({ ...valid, notifications: { slack: {} } })
-      expect(top.find((problem) => problem.path === "notifications")?.hint).toMatch(/Rust rivet; .*exit code/)
+      const top = yield* problems({ ...valid, parallel_export_processes: 2 })
+      expect(top.find((problem) => problem.path === "parallel_export_processes")?.hint).toMatch(/Rust rivet; .*parallel_exports: N/)
       const found = yield* problems({
         ...valid,
         source: { ...valid.source, mongo: {} },
