@@ -17,7 +17,6 @@ const SOURCE: Readonly<Record<string, string>> = {
 }
 
 const EXPORT: Readonly<Record<string, string>> = {
-  chunk_count: `${NOT_SUPPORTED}: set chunk_size (key values per chunk)`,
   chunk_dense: `${NOT_SUPPORTED}: set chunk_size (key values per chunk), or use mode: keyset for equal-sized pages`,
   chunk_by_days: `${NOT_SUPPORTED}: chunk on an integer column with chunk_size, or use mode: keyset`,
   keyset_incremental: `${NOT_SUPPORTED}: use mode: incremental with cursor_column for append-only tables`,

@@ -89,6 +89,14 @@ describe("the Rust rivet's spelling", () => {
     expect(result.rows).toBe(250)
   })
 
+  it("chunk_count divides the key range into that many chunks", async () => {
+    const dir = tempDir()
+    const result = succeeded((await run(pg(), [{ name: "counted", table: "rs_items", format: "csv", mode: "chunked", chunk_count: 4, destination: { type: "local", path: dir } }]))[0])
+    expect(readManifest(dir).part_count).toBe(4)
+    expect(readManifest(dir).parts.map((part) => part.rows)).toEqual([63, 63, 63, 61])
+    expect(result.rows).toBe(250)
+  })
+
   it("query_file reads the query from a file beside the config; a missing one is an error naming the key", async () => {
     const configDir = tempDir()
     fs.mkdirSync(path.join(configDir, "sql"))
