@@ -20,7 +20,6 @@ const EXPORT: Readonly<Record<string, string>> = {
   chunk_dense: `${NOT_SUPPORTED}: set chunk_size (key values per chunk), or use mode: keyset for equal-sized pages`,
   chunk_by_days: `${NOT_SUPPORTED}: chunk on an integer column with chunk_size, or use mode: keyset`,
   keyset_incremental: `${NOT_SUPPORTED}: use mode: incremental with cursor_column for append-only tables`,
-  time_column_type: `${NOT_SUPPORTED}: time_column must be a timestamp, timestamptz or date column (convert unix seconds in the query with to_timestamp())`,
   verify: "verification is a command here: rivet validate -c <config>, or rivet run --validate",
   partition_granularity: "Rivet puts the granularity in partition_by, after the column: partition_by: [created_at:day] (year, month, day or hour, UTC; docs/partitioning.md)",
   shape_drift_warn_factor: `${NOT_SUPPORTED}: on_schema_drift covers column name and type changes`,

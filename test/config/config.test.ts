@@ -253,7 +253,8 @@ describe("config decoding", () => {
       expect(yield* modeOf({ mode: "time_window", time_column: "at", days_window: 7 })).toEqual({
         kind: "time_window",
         timeColumn: "at",
-        daysWindow: 7
+        daysWindow: 7,
+        unixSeconds: false
       })
     }))
 

@@ -7,7 +7,7 @@ const STILL_REFUSED = {
   "(top level)": ["parallel_export_processes", "load"],
   source: ["mongo"],
   "exports[]": [
-    "chunk_dense", "chunk_by_days", "keyset_incremental", "time_column_type", "verify",
+    "chunk_dense", "chunk_by_days", "keyset_incremental", "verify",
     "partition_granularity", "shape_drift_warn_factor", "tables", "target", "load"
   ],
   "exports[].destination": ["credentials_file"],

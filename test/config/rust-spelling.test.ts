@@ -97,6 +97,24 @@ describe("the Rust rivet's spelling", () => {
     expect(result.rows).toBe(250)
   })
 
+  it("time_column_type: unix windows an integer column of epoch seconds", async () => {
+    await sql.unsafe(`
+      DROP TABLE IF EXISTS rs_events;
+      CREATE TABLE rs_events (id int, at_s bigint);
+      INSERT INTO rs_events VALUES (1, extract(epoch FROM now())::bigint - 60), (2, extract(epoch FROM now() - interval '3 days')::bigint), (3, 0);
+    `)
+    try {
+      const dir = tempDir()
+      const exports = [{ name: "recent", table: "rs_events", format: "csv", mode: "time_window", time_column: "at_s", time_column_type: "unix", days_window: 1, destination: { type: "local", path: dir } }]
+      succeeded((await run(pg(), exports))[0])
+      expect(csvRows(dir).map((row) => row.split(",")[0])).toEqual(["1"])
+      const refused = (await run(pg(), [{ ...exports[0], name: "wrong", time_column: "name", table: "rs_items", destination: { type: "local", path: tempDir() } }]))[0]
+      expect(refused?._tag === "failure" && refused.error.message).toContain("time_column_type: unix needs an integer column")
+    } finally {
+      await sql.unsafe("DROP TABLE IF EXISTS rs_events")
+    }
+  })
+
   it("query_file reads the query from a file beside the config; a missing one is an error naming the key", async () => {
     const configDir = tempDir()
     fs.mkdirSync(path.join(configDir, "sql"))
