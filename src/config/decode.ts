@@ -21,6 +21,7 @@ import {
 } from "./model.js"
 import { parseLogicalType } from "../core/columns/logical.js"
 import { metaColumnsOf } from "./meta-columns.js"
+import { readNotifications } from "./notifications.js"
 import { type ColumnMask, readMasking } from "./masking.js"
 import { partitionOf } from "./partition.js"
 import { rustTypeHint } from "./rust-keys.js"
@@ -189,8 +190,7 @@ const decodeExport = (
       problems.add(...modeProblems)
       return undefined
     }
-    // `query_file:` (the Rust rivet's) already has an error whose hint says to write query: instead.
-    if ((decoded.table === undefined) === (decoded.query === undefined) && !("query_file" in raw && decoded.table === undefined)) {
+    if ((decoded.table === undefined) === (decoded.query === undefined)) {
       problems.add(
         new ConfigError({
           path,
@@ -396,6 +396,7 @@ export const validateConfig = (input: DecodeInput): Effect.Effect<Either.Either<
       exports: exports.map((spec) => (shared.has(spec.name) ? { ...spec, sharedDestination: true } : spec)),
       ...(top?.telemetry ? { telemetry: { endpoint: top.telemetry.endpoint, serviceName: top.telemetry.service_name } } : {}),
       ...(masking ? { masking } : {}),
+      ...(top?.notifications ? { notifications: readNotifications(top.notifications) } : {}),
       ...(top?.parallel_exports === undefined
         ? {}
         : { parallelExports: top.parallel_exports === true ? Math.min(MAX_PARALLEL_EXPORTS, exports.length) : top.parallel_exports === false ? 1 : top.parallel_exports })

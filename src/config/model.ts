@@ -9,6 +9,7 @@ import { type MetaColumnKind, MetaColumnsConfig } from "./meta-columns.js"
 import { PartitionFields, type PartitionSpec } from "./partition.js"
 import { type ColumnMask, MaskingBlock, type MaskingConfig, MaskMethodSchema } from "./masking.js"
 import { TableFormatConfig, type TableFormatSpec } from "./table-format.js"
+import { NotificationsBlock, type NotificationsConfig } from "./notifications.js"
 import { TelemetryBlock, type TelemetryConfig } from "./telemetry.js"
 
 /**
@@ -51,6 +52,8 @@ export interface RivetConfig {
   readonly masking?: MaskingConfig | undefined
   /** `parallel_exports:`: exports run at once (default 1: one after another). */
   readonly parallelExports?: number | undefined
+  /** `notifications:`: the webhook told about failed (or successful) exports. */
+  readonly notifications?: NotificationsConfig | undefined
 }
 
 export interface ExportConfig {
@@ -243,6 +246,7 @@ export const TopLevel = Schema.Struct({
   ),
   telemetry: Schema.optional(TelemetryBlock),
   masking: Schema.optional(MaskingBlock),
+  notifications: Schema.optional(NotificationsBlock),
   parallel_exports: Schema.optional(
     Schema.Union(
       Schema.Int.pipe(Schema.between(1, MAX_PARALLEL_EXPORTS, { message: () => `must be a whole number from 1 to ${MAX_PARALLEL_EXPORTS}, or true` })),

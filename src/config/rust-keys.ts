@@ -5,40 +5,25 @@
  */
 const NOT_SUPPORTED = "Rivet has no equivalent"
 
-const TUNING = "Rivet has no tuning: block — batch_size sits on the export; statement_timeout_s and lock_timeout_s on source:"
-
 const LOAD = `Rivet does not load into warehouses: load the exported files with the warehouse's own loader (bq load, Snowflake COPY INTO), taking the file list from each export's manifest.json`
 
 const TOP_LEVEL: Readonly<Record<string, string>> = {
-  notifications: `${NOT_SUPPORTED}: act on the exit code (0 ok, 1 config/permanent, 2 retryable, 3 integrity, 4 schema drift)`,
   parallel_export_processes: "exports run in one process here: parallel_exports: N runs N of them at once",
   load: LOAD
 }
 
 const SOURCE: Readonly<Record<string, string>> = {
-  tuning: TUNING,
-  environment: `${NOT_SUPPORTED} (no tuning profiles) — set batch_size on the export, statement_timeout_s / lock_timeout_s on source:`,
-  // Only a source without a tls: block gets here (the postgres source has one).
-  tls: "this source takes TLS in its URL (mysql: ?ssl-mode=VERIFY_IDENTITY, checked against the system's CAs; a private CA through NODE_EXTRA_CA_CERTS=<pem>); the postgres source has a tls: block (mode, ca_file, cert_file, key_file)",
   mongo: "MongoDB is not a supported source: Rivet reads PostgreSQL (source.type: postgres); remove the mongo: block"
 }
 
 const EXPORT: Readonly<Record<string, string>> = {
-  tuning: TUNING,
-  compression_profile: "use compression: zstd | snappy | gzip | none, and compression_level",
-  chunk_by_key: "use mode: keyset with key_columns: [<column>] (page_size rows per page)",
-  chunk_count: `${NOT_SUPPORTED}: set chunk_size (key values per chunk)`,
   chunk_dense: `${NOT_SUPPORTED}: set chunk_size (key values per chunk), or use mode: keyset for equal-sized pages`,
   chunk_by_days: `${NOT_SUPPORTED}: chunk on an integer column with chunk_size, or use mode: keyset`,
-  chunk_size_memory_mb: `${NOT_SUPPORTED}: set chunk_size (key values per chunk)`,
   keyset_incremental: `${NOT_SUPPORTED}: use mode: incremental with cursor_column for append-only tables`,
-  time_column_type: `${NOT_SUPPORTED}: time_column must be a timestamp, timestamptz or date column (convert unix seconds in the query with to_timestamp())`,
   verify: "verification is a command here: rivet validate -c <config>, or rivet run --validate",
-  parquet: "the Parquet row group size is row_group_size (rows) on the export",
   partition_granularity: "Rivet puts the granularity in partition_by, after the column: partition_by: [created_at:day] (year, month, day or hour, UTC; docs/partitioning.md)",
   shape_drift_warn_factor: `${NOT_SUPPORTED}: on_schema_drift covers column name and type changes`,
   tables: "Rivet's mode: cdc reads one table per export, where tables: captured several through one change stream: write one export per table, each with table: <name>, mode: cdc and its own destination (and its own slot, rivet_<export> by default)",
-  query_file: "Rivet reads a query only from the config: put the SQL in query: (a block scalar, query: |, keeps it on several lines)",
   target: "it steered the Rust rivet's type report for one warehouse, which Rivet does not have: remove it (the Parquet types Rivet writes are listed in docs/formats/parquet.md)",
   load: LOAD
 }
@@ -91,9 +76,6 @@ export const rustKeyHint = (path: string, key: string, known: ReadonlyArray<stri
 export const rustValueHint = (path: string, value: unknown): string | undefined => {
   const key = /\.([a-z_]+)$/.exec(path)?.[1]
   const owner = path.slice(0, path.length - (key?.length ?? 0) - 1)
-  if (key === "compression" && EXPORT_PATH.test(owner) && value === "lz4") {
-    return "lz4 (the Rust rivet's LZ4_RAW) is not available here: use zstd (the default: smaller files, about as fast) or snappy"
-  }
   if (key === "partition_by" && EXPORT_PATH.test(owner) && typeof value === "string") {
     return `partition_by takes a list of columns, each with an optional :year, :month, :day or :hour: partition_by: [${value}] (the Rust rivet's partition_granularity: day becomes partition_by: [${value}:day])`
   }
@@ -111,4 +93,18 @@ export const rustTypeHint = (what: string, type: string, available: ReadonlyArra
   const table = what === "source" ? SOURCE_TYPES : what === "destination" ? DESTINATION_TYPES : {}
   const found = lookup(table, type)
   return found === undefined ? undefined : `'${type}' is a ${what} type of the Rust rivet; ${found} (available: ${available.join(", ")})`
+}
+
+/** Every key and type of the Rust rivet that Rivet still refuses, where it stands, and the hint given for it. */
+export const refusedRustKeys = (): ReadonlyArray<{ readonly at: string; readonly key: string; readonly hint: string }> => {
+  const rows = (at: string, table: Readonly<Record<string, string>>) => Object.entries(table).map(([key, hint]) => ({ at, key, hint }))
+  return [
+    ...rows("(top level)", TOP_LEVEL),
+    ...rows("source", SOURCE),
+    ...rows("exports[]", EXPORT),
+    ...rows("exports[].destination", DESTINATION),
+    ...rows("exports[].quality", QUALITY),
+    ...rows("source.type", SOURCE_TYPES),
+    ...rows("exports[].destination.type", DESTINATION_TYPES)
+  ]
 }

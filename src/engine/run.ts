@@ -15,6 +15,7 @@ import { resolveMaskKey } from "./masking.js"
 import { exportLayer, sourceLayer } from "./layers.js"
 import type { ModePlan } from "./plan/model.js"
 import { type BatchTransform, type SharedReader, SourceDriver } from "../core/plugin.js"
+import { type ExportNotice, notifyExport } from "./notify.js"
 import { type ExportResult, runExport } from "./pipeline.js"
 import type { RunOptions } from "./run/run-options.js"
 import { ProgressReporter } from "../core/progress.js"
@@ -123,6 +124,11 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
     ...(options.workerRunId === undefined ? {} : { worker: { runId: options.workerRunId, ttlMs } })
   }
   const runs: Array<ExportRun> = []
+  // A webhook that fails is a notice beside the export's outcome, never the export's failure.
+  const notify = (notice: ExportNotice) =>
+    Effect.flatMap(notifyExport(config.notifications, options.env ?? process.env, notice), (problem) =>
+      problem === undefined ? Effect.void : reporter.notice(notice.exportName, problem)
+    )
   /** One run of one export, reported; an interruption (Ctrl-C) stops everything. */
   const runOnce = (spec: ExportConfig, follow: RunOptions["follow"], readers?: ReadonlyArray<SharedReader>) =>
     Effect.gen(function* () {
@@ -142,6 +148,7 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
         const earlier = follow ? runs.findIndex((run) => run._tag === "success" && run.result.exportName === spec.name) : -1
         if (earlier >= 0) runs.splice(earlier, 1)
         runs.push({ _tag: "success", result })
+        yield* notify({ exportName: spec.name, event: "success", rows: result.rows, files: result.parts.length })
         yield* reporter.finished({
           exportName: spec.name,
           runId: result.runId,
@@ -163,6 +170,7 @@ export const runConfig = Effect.fn("Rivet.runConfig")(function* (config: RivetCo
       if (Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
       const error = errorOf(exit.cause, spec)
       runs.push({ _tag: "failure", exportName: spec.name, error })
+      yield* notify({ exportName: spec.name, event: "failure", rows: 0, files: 0, error: error.message })
       yield* reporter.finished({
         exportName: spec.name,
         runId: "",

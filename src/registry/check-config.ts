@@ -102,6 +102,17 @@ export const checkConfigFile = (file: string, options: CheckOptions = {}): Effec
     }
   })
 
-/** The config's notices (the Rust rivet's scheduling keys, accepted without effect) as notes, in config order. */
-const noticesOf = (config: RivetConfig): ReadonlyArray<LintFinding> =>
-  config.exports.flatMap((spec) => (spec.notices ?? []).map((notice): LintFinding => ({ severity: "note", ...notice })))
+/**
+ * The config's notices (the Rust rivet's scheduling keys, accepted without effect; its keys without an equivalent) in
+ * config order, once each: a source-level one is on every export.
+ */
+const noticesOf = (config: RivetConfig): ReadonlyArray<LintFinding> => {
+  const seen = new Set<string>()
+  return config.exports.flatMap((spec) =>
+    (spec.notices ?? []).flatMap((notice): ReadonlyArray<LintFinding> => {
+      if (seen.has(notice.path)) return []
+      seen.add(notice.path)
+      return [{ severity: notice.severity ?? "note", path: notice.path, message: notice.message }]
+    })
+  )
+}

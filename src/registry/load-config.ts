@@ -6,6 +6,7 @@ import { validateConfig } from "../config/decode.js"
 import { pathSegments } from "../config/issues.js"
 import type { RivetConfig } from "../config/model.js"
 import { readConfigBytes } from "../config/read-file.js"
+import { type Translated, translateRustSpelling } from "../config/rust-spelling.js"
 import { retypeVariables } from "../config/typed-variables.js"
 import { interpolate, parseYaml } from "../config/yaml.js"
 import { ConfigError } from "../core/errors.js"
@@ -20,6 +21,21 @@ export interface LoadOptions {
   readonly plugins?: ReadonlyArray<AnyPlugin>
   /** The modes exports may name, instead of the built-in ones (a mode of your own: engine/modes/define.ts). */
   readonly modes?: ModeList
+}
+
+/** A decoded config with the notices of the Rust spelling rewritten on its exports, or its problems added. */
+const withTranslation = (
+  result: Either.Either<RivetConfig, ReadonlyArray<ConfigError>>,
+  translated: Translated
+): Either.Either<RivetConfig, ReadonlyArray<ConfigError>> => {
+  if (Either.isLeft(result)) return translated.problems.length === 0 ? result : Either.left([...translated.problems, ...result.left])
+  if (translated.problems.length > 0) return Either.left(translated.problems)
+  if (translated.notices.size === 0) return result
+  const exports = result.right.exports.map((spec, index) => {
+    const added = translated.notices.get(index)
+    return added === undefined ? spec : { ...spec, notices: [...added, ...(spec.notices ?? [])] }
+  })
+  return Either.right({ ...result.right, exports })
 }
 
 const pluginList = (value: unknown): ReadonlyArray<string> => {
@@ -42,10 +58,16 @@ export const validateConfigValue = (
     const resolved = yield* interpolate(value, options.env ?? process.env)
     const resolver = yield* makeResolver(pluginList(resolved), configDir, options.plugins)
     const modes = options.modes ?? MODES
-    const result = yield* validateConfig({ value: resolved, configDir, origin, plugins: resolver, modes })
+    const decode = (input: unknown) =>
+      Effect.gen(function* () {
+        const translated = yield* translateRustSpelling(input, configDir)
+        const result = yield* validateConfig({ value: translated.value, configDir, origin, plugins: resolver, modes })
+        return withTranslation(result, translated)
+      })
+    const result = yield* decode(resolved)
     // `batch_size: ${N}`: a number or boolean that came from a variable is retyped, then decoded once more.
     const retyped = Either.isLeft(result) ? retypeVariables(value, resolved, result.left) : undefined
-    return retyped === undefined ? result : yield* validateConfig({ value: retyped, configDir, origin, plugins: resolver, modes })
+    return retyped === undefined ? result : yield* decode(retyped)
   }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left([error]))))
 
 const readConfigText = (file: string) =>

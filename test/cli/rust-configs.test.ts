@@ -16,7 +16,13 @@ import { runCli } from "../support/cli.js"
 const CORPUS = path.resolve(import.meta.dirname, "../fixtures/rust-configs")
 
 /** The variables the configs name: set (as a deployed job has them), except the one a case leaves unset on purpose. */
-const ENV = { PG_URL: "postgres://rivet@db.internal:5432/shop", MONGO_URL: "mongodb://db.internal/shop", MYSQL_URL: "mysql://db.internal/shop" }
+const ENV = {
+  PG_URL: "postgres://rivet@db.internal:5432/shop",
+  MONGO_URL: "mongodb://db.internal/shop",
+  MYSQL_URL: "mysql://db.internal/shop",
+  MYSQL_PASSWORD: "not-a-secret",
+  SLACK_HOOK: "https://hooks.slack.example/services/T0/B0/x"
+}
 
 interface Case {
   readonly name: string

@@ -82,19 +82,18 @@ describe("config decoding", () => {
 
   it.effect("tells a user migrating from the Rust rivet what to write instead of its keys", () =>
     Effect.gen(function* () {
-      const top = yield* problems({ ...valid, notifications: { slack: {} } })
-      expect(top.find((problem) => problem.path === "notifications")?.hint).toMatch(/Rust rivet; .*exit code/)
+      const top = yield* problems({ ...valid, parallel_export_processes: 2 })
+      expect(top.find((problem) => problem.path === "parallel_export_processes")?.hint).toMatch(/Rust rivet; .*parallel_exports: N/)
       const found = yield* problems({
         ...valid,
-        source: { ...valid.source, tuning: { profile: "fast" }, tls: { mode: "verify-full" } },
-        exports: [{ ...valid.exports[0], tables: ["a", "b"], chunk_by_key: "id" }]
+        source: { ...valid.source, mongo: {} },
+        exports: [{ ...valid.exports[0], tables: ["a", "b"], chunk_dense: true }]
       })
       const hintOf = (path: string) => found.find((problem) => problem.path === path)?.hint
-      expect(hintOf("source.tuning")).toMatch(/Rust rivet; .*batch_size sits on the export/)
-      expect(hintOf("source.tls")).toMatch(/the postgres source has a tls: block/)
+      expect(hintOf("source.mongo")).toMatch(/Rust rivet; MongoDB is not a supported source/)
       // Not "did you mean 'table'?": tables captured several tables through one change stream.
       expect(hintOf("exports[0].tables")).toMatch(/Rust rivet; .*one export per table/)
-      expect(hintOf("exports[0].chunk_by_key")).toMatch(/mode: keyset with key_columns/)
+      expect(hintOf("exports[0].chunk_dense")).toMatch(/mode: keyset for equal-sized pages/)
       // Other keys, and plugin blocks, keep the generic hint.
       const plugin = yield* problems(withExport({ destination: { type: "fakesink", path: "out", tuning: {} } }))
       expect(plugin[0]?.hint).not.toMatch(/Rust rivet/)
@@ -254,7 +253,8 @@ describe("config decoding", () => {
       expect(yield* modeOf({ mode: "time_window", time_column: "at", days_window: 7 })).toEqual({
         kind: "time_window",
         timeColumn: "at",
-        daysWindow: 7
+        daysWindow: 7,
+        unixSeconds: false
       })
     }))
 

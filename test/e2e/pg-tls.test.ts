@@ -8,12 +8,12 @@ import postgres from "postgres"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type CliResult, runCli } from "../support/cli.js"
 import { testPgUrl } from "../support/pg.js"
+import { exportedRow, hasOpenssl, makeCert, makeTestCertificates, tlsExportConfig } from "../support/tls-certs.js"
 
 // TLS to PostgreSQL with a private CA, through the built CLI: a throw-away CA, server and client certificates made
 // with openssl, the test server switched to ssl = on (ALTER SYSTEM + reload; other files' plain connections are not
 // affected) and restored in afterAll.
 
-const hasOpenssl = spawnSync("openssl", ["version"]).status === 0
 const isRoot = process.getuid?.() === 0
 const canRun = hasOpenssl && isRoot
 if (!canRun) console.log(`pg-tls: skipped (${hasOpenssl ? "not root: cannot hand the server its certificate" : "no openssl"})`)
@@ -27,53 +27,14 @@ let serverDir: string
 let base: URL
 let altered = false
 
-const openssl = (args: ReadonlyArray<string>, cwd: string) => {
-  const result = spawnSync("openssl", args, { cwd, encoding: "utf8" })
-  if (result.status !== 0) throw new Error(`openssl ${args.join(" ")}: ${result.stderr}`)
-}
-
-/** A CA (`name`.crt/.key) in `dir`. */
-const makeCa = (dir: string, name: string) =>
-  openssl(
-    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", `/CN=${name}`, "-keyout", `${name}.key`, "-out", `${name}.crt`],
-    dir
-  )
-
-/** A certificate `name`.crt/.key signed by the CA `ca`, with the given subjectAltName; `days` 0: expired at once. */
-const makeCert = (dir: string, name: string, ca: string, cn: string, san?: string, days = 2) => {
-  openssl(["req", "-newkey", "rsa:2048", "-nodes", "-subj", `/CN=${cn}`, "-keyout", `${name}.key`, "-out", `${name}.csr`], dir)
-  const ext = path.join(dir, `${name}.ext`)
-  fs.writeFileSync(ext, san === undefined ? "basicConstraints=CA:FALSE\n" : `basicConstraints=CA:FALSE\nsubjectAltName=${san}\n`)
-  openssl(
-    ["x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.crt`, "-CAkey", `${ca}.key`, "-CAcreateserial", "-days", String(days), "-extfile", ext, "-out", `${name}.crt`],
-    dir
-  )
-}
-
 const serverUrl = (host = "127.0.0.1", query = "") =>
   `postgres://${base.username || "postgres"}@${host}:${base.port || "5432"}${base.pathname}${query === "" ? "" : `?${query}`}`
 
-let configs = 0
-/** A config in its own directory under `root`, exporting SSL_QUERY as CSV to `out`. */
-const config = (source: Record<string, unknown>): string => {
-  const dir = path.join(root, `config-${++configs}`)
-  fs.mkdirSync(dir, { recursive: true })
-  const file = path.join(dir, "rivet.yaml")
-  const document = {
-    source: { type: "postgres", ...source },
-    exports: [{ name: "tls", query: SSL_QUERY, format: "csv", destination: { type: "local", path: "out" } }]
-  }
-  fs.writeFileSync(file, JSON.stringify(document, null, 2))
-  return file
-}
+const config = (source: Record<string, unknown>): string => tlsExportConfig(root, { type: "postgres", ...source }, SSL_QUERY)
 
 /** The one row the export wrote: `ssl,version,client_dn`. */
 const exported = (file: string): { ssl: string; version: string; clientDn: string } => {
-  const dir = path.join(path.dirname(file), "out")
-  const csv = (fs.readdirSync(dir, { recursive: true }) as Array<string>).filter((name) => name.endsWith(".csv"))
-  expect(csv.length).toBe(1)
-  const [, row] = fs.readFileSync(path.join(dir, csv[0]!), "utf8").trim().split("\n")
-  const [ssl, version, clientDn] = row!.split(",")
+  const [ssl, version, clientDn] = exportedRow(file)
   return { ssl: ssl!, version: version!, clientDn: clientDn ?? "" }
 }
 
@@ -85,13 +46,9 @@ const expectOk = (result: CliResult) => expect(result.code, result.stderr + resu
 beforeAll(async () => {
   if (!canRun) return
   base = new URL(testPgUrl())
-  root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "rivet-pg-tls-")))
-  certs = path.join(root, "certs")
-  fs.mkdirSync(certs)
-  makeCa(certs, "ca")
-  makeCa(certs, "wrong-ca")
-  makeCert(certs, "server", "ca", "localhost", "DNS:localhost,IP:127.0.0.1")
-  makeCert(certs, "client", "ca", "rivet-client")
+  const made = makeTestCertificates("rivet-pg-tls-")
+  root = made.root
+  certs = made.certs
   makeCert(certs, "expired", "ca", "localhost", "DNS:localhost,IP:127.0.0.1", 0)
   // The server reads its files as the OS user postgres: a directory of its own, the key 0600.
   serverDir = fs.mkdtempSync(path.join(os.tmpdir(), "rivet-pg-tls-server-"))

@@ -1,5 +1,6 @@
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import { BLOCK_TLS_MODES } from "./tls.js"
 
 /**
  * Config fields database sources share: the connection URL (`url`, redacted, checked by the source's own parser)
@@ -92,3 +93,31 @@ export {
   type ResolvedConnection,
   resolveConnection
 } from "./connection.js"
+
+const tlsPath = (what: string) =>
+  Schema.optional(
+    Schema.NonEmptyString.annotations({
+      description: `${what} (PEM), relative to the config file's directory.`
+    })
+  )
+
+/** The `tls:` block of a database source; `urlParameters` names the URL's equivalents in the server's spelling. */
+export const tlsBlock = (options: { readonly urlParameters: string; readonly passphrase?: string }) =>
+  Schema.Struct({
+    mode: Schema.optional(
+      Schema.Literal(...BLOCK_TLS_MODES).annotations({
+        description:
+          "`disable`: no TLS. `require`: encrypted, the certificate not checked (checked against `ca_file` when one is set, as libpq does). `verify-ca`: the certificate must chain to `ca_file` (or Node's default CAs). `verify-full` (the default): also the host name must match the certificate."
+      })
+    ),
+    ca_file: tlsPath("CA certificate(s) the server's certificate must chain to; without it, Node's default CA store"),
+    cert_file: tlsPath("Client certificate, for servers that ask for one (with `key_file`)"),
+    key_file: tlsPath(`Private key of the client certificate (unencrypted${options.passphrase === undefined ? "" : `, or ${options.passphrase}`})`),
+    accept_invalid_hostnames: Schema.optional(
+      Schema.Boolean.annotations({
+        description: "With `verify-full`: do not check the host name (the same as `verify-ca`)."
+      })
+    )
+  }).annotations({
+    description: `TLS to the server. ${options.urlParameters} say the same; when both are given they must agree.`
+  })

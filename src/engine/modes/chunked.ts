@@ -24,6 +24,8 @@ export interface ChunkedSettings {
   /** Absent: the table's single integer primary key. */
   readonly chunkColumn?: string | undefined
   readonly chunkSize: number
+  /** The Rust rivet's `chunk_count`: the chunk size derived from the key range so it makes about this many chunks. */
+  readonly chunkCount?: number | undefined
   readonly parallel: number
   readonly checkpoint: boolean
   /** Attempts per chunk before the run fails (default: the retry policy's retries + 1). */
@@ -61,6 +63,14 @@ const chunkColumnOf = (ctx: ExportContext, description: SourceDescription, confi
     )
     return column
   })
+
+/** The chunk size of a run: `chunk_size`, or with `chunk_count` the key range divided into that many chunks. */
+const sizeFor = (mode: ChunkedSettings, bounds: { readonly min: string | null; readonly max: string | null }): number => {
+  if (mode.chunkCount === undefined || bounds.min === null || bounds.max === null) return mode.chunkSize
+  const span = BigInt(bounds.max) - BigInt(bounds.min) + 1n
+  const count = BigInt(mode.chunkCount)
+  return Number((span + count - 1n) / count)
+}
 
 /** Splits [min, max] into chunk_size ranges, plus one chunk for NULL keys so no row is ever left out. */
 const planChunks = (
@@ -145,11 +155,11 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
   const fingerprint = planFingerprint(ctx, {
     mode: "chunked",
     column: column.name,
-    chunkSize: mode.chunkSize,
+    ...(mode.chunkCount === undefined ? { chunkSize: mode.chunkSize } : { chunkCount: mode.chunkCount }),
     ...(ctx.worker ? { parallel: mode.parallel } : {})
   })
   const chunkSpecs = Effect.flatMap(bounds(base, column.name), (range) =>
-    planChunks(ctx, column.name, mode.chunkSize, range)
+    planChunks(ctx, column.name, sizeFor(mode, range), range)
   )
   const queryOf = (spec: ChunkSpec) => ({ ...base, where: [filterOf(column.name, spec)] })
   const decodeSpec = decodeStored(ChunkSpec, ctx.spec.name, "chunk range")
@@ -163,7 +173,7 @@ export const prepareChunked = Effect.fn("Modes.chunked")(function* (ctx: ExportC
       estimated_rows: yield* estimateOf(ctx, base),
       chunks: {
         column: column.name,
-        size: mode.chunkSize,
+        size: ranges.length === 0 || !("low" in ranges[0]!) ? mode.chunkSize : Number(BigInt(ranges[0].high) - BigInt(ranges[0].low) + 1n),
         count: ranges.length,
         first: ranges[0] ?? null,
         last: ranges.at(-1) ?? null,

@@ -10,6 +10,12 @@ const MANY_PARALLEL = 16
 
 const keys = Schema.Struct({
   ...chunkFields,
+  chunk_count: Schema.optional(
+    Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "must be a whole number from 1 to 1000000" })).annotations({
+      description:
+        "chunked: the number of chunks instead of chunk_size (the Rust rivet's key): the key range read at the start of the run, divided into this many chunks of equal key width."
+    })
+  ),
   ...checkpointFields
 })
 
@@ -30,10 +36,20 @@ export const chunkedMode = defineMode({
         })
       ])
     }
+    if (decoded.chunk_count !== undefined && decoded.chunk_size !== undefined) {
+      return Either.left([
+        new ConfigError({
+          path: `${path}.chunk_count`,
+          message: "is given with chunk_size",
+          hint: "give one: chunk_size (key values per chunk) or chunk_count (chunks over the key range)"
+        })
+      ])
+    }
     return Either.right({
       kind: "chunked" as const,
       chunkColumn: decoded.chunk_column,
       chunkSize: decoded.chunk_size ?? DEFAULT_CHUNK_SIZE,
+      chunkCount: decoded.chunk_count,
       parallel: decoded.parallel ?? 1,
       ...checkpointSettings(decoded)
     })

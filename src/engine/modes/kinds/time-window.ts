@@ -22,14 +22,23 @@ const keys = Schema.Struct({
       description: "time_window: export rows from UTC midnight this many days ago until now (0 = today)."
     })
   ),
-
+  time_column_type: Schema.optional(
+    Schema.Literal("timestamp", "unix").annotations({
+      description:
+        "time_window: `timestamp` (default): time_column is a timestamp or date column; `unix` (the Rust rivet's spelling): an integer column of seconds since 1970-01-01 UTC."
+    })
+  )
 })
 
 interface TimeWindowSettings {
   readonly kind: "time_window"
   readonly timeColumn: string
   readonly daysWindow: number
+  /** `time_column_type: unix`: the column holds whole seconds since the epoch. */
+  readonly unixSeconds: boolean
 }
+
+const INTEGER_KINDS = new Set(["int16", "int32", "int64"])
 
 /** Rows from UTC midnight `days_window` days ago until now. */
 const prepareTimeWindow = Effect.fn("Modes.timeWindow")(function* (ctx: ExportContext, mode: TimeWindowSettings) {
@@ -37,7 +46,14 @@ const prepareTimeWindow = Effect.fn("Modes.timeWindow")(function* (ctx: ExportCo
   const base = baseQuery(ctx.spec)
   const description = yield* describe(base)
   const column = yield* requireColumn(ctx, description, mode.timeColumn, "time_column")
-  if (!isTemporal(column.type)) {
+  if (mode.unixSeconds && !(INTEGER_KINDS.has(column.type.kind) || (column.type.kind === "decimal" && column.type.scale === 0))) {
+    return yield* new ConfigError({
+      path: `export '${ctx.spec.name}'.time_column`,
+      message: `column '${column.name}' is ${formatLogicalType(column.type)}; time_column_type: unix needs an integer column of seconds since 1970-01-01 UTC`,
+      hint: "name an integer column, or remove time_column_type for a timestamp or date column"
+    })
+  }
+  if (!mode.unixSeconds && !isTemporal(column.type)) {
     return yield* new ConfigError({
       path: `export '${ctx.spec.name}'.time_column`,
       message: `column '${column.name}' is ${formatLogicalType(column.type)}; a time window needs a timestamp or date column`,
@@ -46,9 +62,10 @@ const prepareTimeWindow = Effect.fn("Modes.timeWindow")(function* (ctx: ExportCo
   }
   const now = ctx.now()
   const midnight = new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS - mode.daysWindow * DAY_MS)
-  const window = { column: column.name, from: instantText(column.type, midnight), to: instantText(column.type, now) }
+  const bound = (instant: Date) => (mode.unixSeconds ? String(Math.floor(instant.getTime() / 1000)) : instantText(column.type, instant))
+  const window = { column: column.name, from: bound(midnight), to: bound(now) }
   return singleRun(ctx, {
-    fingerprint: planFingerprint(ctx, { mode: "time_window", timeColumn: column.name, daysWindow: mode.daysWindow }),
+    fingerprint: planFingerprint(ctx, { mode: "time_window", timeColumn: column.name, daysWindow: mode.daysWindow, ...(mode.unixSeconds ? { unix: true } : {}) }),
     queryOf: (plan) => {
       const { from, to } = plan?.window ?? window
       return {
@@ -78,7 +95,7 @@ export const timeWindowMode = defineMode({
         ...(daysWindow === undefined ? [requiredKey(path, "days_window", "time_window", "7")] : [])
       ])
     }
-    return Either.right({ kind: "time_window" as const, timeColumn, daysWindow })
+    return Either.right({ kind: "time_window" as const, timeColumn, daysWindow, unixSeconds: decoded.time_column_type === "unix" })
   },
   behaviour: (settings) => ({ prepare: (ctx) => prepareTimeWindow(ctx, settings) })
 })

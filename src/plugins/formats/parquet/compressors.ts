@@ -1,5 +1,6 @@
 import { compress as zstdCompress, init as zstdInit } from "@bokuweb/zstd-wasm"
 import * as Effect from "effect/Effect"
+import { compress as lz4Compress } from "lz4-wasm-nodejs"
 import { gzipSync } from "node:zlib"
 import { snappyCompress } from "hyparquet-writer/src/snappy.js"
 import { describeCause, FormatError } from "../../../core/errors.js"
@@ -33,6 +34,12 @@ const initZstd = Effect.tryPromise({
 })
 
 /**
+ * An LZ4 block (Parquet's LZ4_RAW: no frame, no size header). lz4-wasm-nodejs (lz4_flex built to wasm) prepends the
+ * uncompressed size as 4 bytes, which Parquet keeps in the page header instead.
+ */
+const lz4Raw: Compress = (input) => lz4Compress(input).subarray(4)
+
+/**
  * The codec for a config. zstd comes from a wasm build of libzstd: pages are compressed synchronously as they are
  * written, and Node 20's zlib has no zstd. Snappy is hyparquet-writer's pure-JS compressor.
  */
@@ -53,6 +60,8 @@ export const makeCodec = (config: ParquetConfig): Effect.Effect<Codec, FormatErr
       })
     case "snappy":
       return Effect.succeed({ codec: "SNAPPY", compress: snappyCompress, label: "snappy" })
+    case "lz4":
+      return Effect.succeed({ codec: "LZ4_RAW", compress: lz4Raw, label: "lz4" })
     case "none":
       return Effect.succeed({ codec: "UNCOMPRESSED", compress: (input) => input, label: "none" })
   }

@@ -1,11 +1,12 @@
 import * as Schema from "effect/Schema"
 
 /** Page codecs Rivet writes. `none` is Parquet's UNCOMPRESSED. */
-export const ParquetCompression = Schema.Literal("zstd", "snappy", "gzip", "none").annotations({
+export const ParquetCompression = Schema.Literal("zstd", "snappy", "gzip", "lz4", "none").annotations({
   identifier: "ParquetCompression",
-  description: "Page compression: zstd (default: smallest files, about as fast as snappy), snappy, gzip or none.",
+  description:
+    "Page compression: zstd (default: smallest files, about as fast as snappy), snappy, gzip, lz4 (Parquet's LZ4_RAW, as the Rust rivet writes it) or none.",
   message: (issue) => ({
-    message: `compression must be one of zstd, snappy, gzip or none; got ${JSON.stringify(issue.actual)}`,
+    message: `compression must be one of zstd, snappy, gzip, lz4 or none; got ${JSON.stringify(issue.actual)}`,
     override: true
   })
 })
@@ -34,7 +35,7 @@ export const DEFAULT_ROW_GROUP_ROWS = 100_000
 export const DEFAULT_ROW_GROUP_BYTES = 4 * 2 ** 20
 
 const Level = Schema.Int.annotations({
-  description: "Compression level: zstd 1–22 (default 3), gzip 0–9 (default 6). Not allowed for snappy or none.",
+  description: "Compression level: zstd 1–22 (default 3), gzip 0–9 (default 6). Not allowed for snappy, lz4 or none.",
   message: (issue) => ({
     message: `compression_level must be a whole number (zstd 1–22, gzip 0–9); got ${JSON.stringify(issue.actual)}`,
     override: true
@@ -54,7 +55,7 @@ const RowGroupSize = Schema.Int.pipe(Schema.between(1, 10_000_000)).annotations(
 
 const levelProblem = (compression: ParquetCompression, level: number | undefined): string | undefined => {
   if (level === undefined) return undefined
-  if (compression === "snappy" || compression === "none") {
+  if (compression === "snappy" || compression === "lz4" || compression === "none") {
     return `compression_level is not supported for compression '${compression}': remove it, or use zstd (1–22) or gzip (0–9)`
   }
   const range = COMPRESSION_LEVELS[compression]

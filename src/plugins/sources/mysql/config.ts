@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import { connectionUrlFields, secondsField } from "../../../core/source/config-fields.js"
+import { connectionUrlFields, secondsField, tlsBlock } from "../../../core/source/config-fields.js"
 import { connectionProblem } from "../../../core/source/connection.js"
 import { urlProblem } from "./url.js"
 
@@ -11,11 +11,14 @@ export const MysqlConfig = Schema.Struct({
   ...connectionUrlFields({
     urlProblem,
     description:
-      "Connection URL, `mysql://user:password@host:3306/database` (optionally `?ssl-mode=REQUIRED`); percent-encode `#`, `?`, `/`, `@` and `%` in the user name and password. Prefer `url_env` for secrets.",
+      "Connection URL, `mysql://user:password@host:3306/database` (optionally `?ssl-mode=VERIFY_IDENTITY&ssl-ca=ca.pem`, or the `tls:` block); percent-encode `#`, `?`, `/`, `@` and `%` in the user name and password. Prefer `url_env` for secrets.",
     exampleVariable: "MYSQL_URL",
     scheme: "mysql",
     defaultPort: 3306
   }),
+  tls: Schema.optional(
+    tlsBlock({ urlParameters: "The URL's `ssl-mode` (DISABLED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY), `ssl-ca`, `ssl-cert` and `ssl-key`" })
+  ),
   statement_timeout_s: secondsField(
     "Server-side time limit in seconds for each export statement (MariaDB max_statement_time, MySQL max_execution_time; 0 = none).",
     300

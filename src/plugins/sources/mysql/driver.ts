@@ -5,11 +5,13 @@ import type { PluginContext, SourceDriverShape, SourceQuery } from "../../../cor
 import { tableOf } from "../../../core/plugin.js"
 import { type ResolvedConnection, resolveConnection } from "../../../core/source/connection.js"
 import { mysqlChanges } from "./cdc/changes.js"
+import { describeTlsSession, isTlsProblem } from "../../../core/source/tls.js"
 import type { MysqlConfig } from "./config.js"
 import { type ErrorContext, sourceError } from "./errors.js"
 import { describeQuery, estimateQueryRows, queryBounds } from "./inspect.js"
 import { openResult } from "./result.js"
-import { openSession, runOn, type SessionSettings } from "./session.js"
+import { type MysqlTarget, openSession, runOn, type SessionSettings } from "./session.js"
+import { mysqlTls, resolveMysqlTls } from "./tls.js"
 import { queryProblem, renderForDisplay } from "./statement.js"
 import { displayAddress, isUrlProblem, makeScrubber, parseMysqlUrl, shortAddress } from "./url.js"
 
@@ -34,7 +36,18 @@ export const makeMysqlDriver = (
       return yield* Effect.fail(sourceError(context, `${resolved.origin}: ${address.message}`, { hint: address.hint }))
     }
     const displayUrl = displayAddress(address)
-    const errors: ErrorContext = { exportName: context.exportName, displayUrl, scrub: makeScrubber(address, resolved.url) }
+    const tlsSettings = resolveMysqlTls(address, { block: config.tls, configDir: context.configDir })
+    const errors: ErrorContext = {
+      exportName: context.exportName,
+      displayUrl,
+      scrub: makeScrubber(address, resolved.url),
+      tls: isTlsProblem(tlsSettings) ? undefined : tlsSettings
+    }
+    if (isTlsProblem(tlsSettings)) return yield* Effect.fail(sourceError(errors, tlsSettings.message, { hint: tlsSettings.hint }))
+    const tls = tlsSettings === undefined
+      ? undefined
+      : yield* Effect.mapError(mysqlTls(tlsSettings), (problem) => sourceError(errors, problem.message, { hint: problem.hint }))
+    const target: MysqlTarget = { ...address, tls }
     const settings: SessionSettings = { statementTimeoutS: config.statement_timeout_s, lockTimeoutS: config.lock_timeout_s }
     const zeroDatesAsNull = config.zero_dates === "null"
 
@@ -43,11 +56,22 @@ export const makeMysqlDriver = (
       const problem = queryProblem(query)
       return problem === undefined ? Effect.succeed(scoped) : Effect.fail(sourceError(scoped, problem))
     }
-    const sessionFor = (scoped: ErrorContext) => (snapshot: boolean) => openSession(address, settings, scoped, snapshot)
+    const sessionFor = (scoped: ErrorContext) => (snapshot: boolean) => openSession(target, settings, scoped, snapshot)
 
     const check = Effect.scoped(
       Effect.flatMap(sessionFor(errors)(false), (session) => runOn(session, errors, "connecting", "SELECT 1"))
     ).pipe(Effect.asVoid, Effect.withSpan("MysqlSource.check"))
+
+    // Whether the session is encrypted and with which TLS version; whether the certificate was verified (and
+    // against what) is what the settings asked for: a session exists only if that check passed.
+    const connectionDetail = Effect.scoped(
+      Effect.flatMap(sessionFor(errors)(false), (session) =>
+        runOn(session, errors, "reading Ssl_version", "SHOW SESSION STATUS LIKE 'Ssl_version'")
+      )
+    ).pipe(
+      Effect.map((rows) => describeTlsSession(rows[0]?.[1] || undefined, tls?.settings)),
+      Effect.withSpan("MysqlSource.connectionDetail")
+    )
 
     const open = Effect.fn("MysqlSource.open")(function* (query: SourceQuery) {
       const scoped = yield* queryContext(query)
@@ -76,11 +100,12 @@ export const makeMysqlDriver = (
       displayUrl,
       identity: { host: address.host, port: String(address.port), database: address.database, user: address.user },
       check,
+      connectionDetail,
       open,
       describe,
       bounds,
       render: renderForDisplay,
       estimateRows,
-      changes: mysqlChanges({ address, settings, zeroDatesAsNull, context: errors })
+      changes: mysqlChanges({ address: target, settings, zeroDatesAsNull, context: errors })
     }
   })

@@ -1,4 +1,6 @@
 import { describeCause, type SourceError, sourceErrorMaker } from "../../../core/errors.js"
+import type { TlsSettings } from "../../../core/source/tls.js"
+import { mysqlTlsFailure } from "./tls.js"
 
 /** What an error message may mention: the export, the masked URL; `scrub` removes any secret from library text. */
 export interface ErrorContext {
@@ -6,6 +8,8 @@ export interface ErrorContext {
   readonly displayUrl: string
   readonly scrub: (text: string) => string
   readonly table?: { readonly schema?: string | undefined; readonly name: string } | undefined
+  /** The connection's TLS settings, to explain a certificate failure (naming the CA file). */
+  readonly tls?: TlsSettings | undefined
 }
 
 /** A `SourceError` from the mysql source, its message prefixed with the export when known. */
@@ -83,6 +87,9 @@ export const fromMysql = (cause: unknown, context: ErrorContext, doing: string):
   const text = context.scrub(describeCause(cause))
   const code = field(cause, "code")
   const errno = field(cause, "errno")
+  const tls = mysqlTlsFailure(cause, context.tls, context.displayUrl)
+  // Not scrubbed: it holds the masked URL, file paths and Node's text, and the scrubber would mask the masked URL.
+  if (tls !== undefined) return sourceError(context, tls.message, { hint: tls.hint, code: typeof code === "string" ? code : undefined })
   if (typeof code === "string" && CLOSED_CODES.has(code)) return connectionClosed(context, doing, text)
   if (typeof errno === "number" && typeof field(cause, "sqlState") === "string") {
     const rule = SERVER_ERRORS[errno] ?? { retryable: false }

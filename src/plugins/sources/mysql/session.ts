@@ -3,7 +3,13 @@ import type * as Scope from "effect/Scope"
 import mysql from "mysql2"
 import type { SourceError } from "../../../core/errors.js"
 import { type ErrorContext, fromMysql } from "./errors.js"
+import { type MysqlTls, serverNameProblem } from "./tls.js"
 import type { MysqlAddress } from "./url.js"
+
+/** An address with the TLS it is dialled with (the settings merged from the `tls:` block and the URL, files read). */
+export interface MysqlTarget extends MysqlAddress {
+  readonly tls?: MysqlTls | undefined
+}
 
 /** Per-session settings of an export's snapshot. */
 export interface SessionSettings {
@@ -31,7 +37,7 @@ const CONNECT_TIMEOUT_MS = 10_000
 const DROPPED_MODES = new Set(["ANSI_QUOTES", "ANSI", "NO_BACKSLASH_ESCAPES", "PAD_CHAR_TO_FULL_LENGTH", "NO_ZERO_DATE", "NO_ZERO_IN_DATE"])
 
 /** mysql2 options for an address: explicit fields, never the URL (its password stays out of the driver's parser). */
-export const connectionOptions = (address: MysqlAddress): mysql.ConnectionOptions => ({
+export const connectionOptions = (address: MysqlTarget): mysql.ConnectionOptions => ({
   host: address.host,
   port: address.port,
   user: address.user,
@@ -44,9 +50,9 @@ export const connectionOptions = (address: MysqlAddress): mysql.ConnectionOption
   dateStrings: true,
   decimalNumbers: false,
   multipleStatements: false,
-  ...(address.sslMode === "DISABLED" || address.sslMode === "PREFERRED"
-    ? {}
-    : { ssl: { rejectUnauthorized: address.sslMode !== "REQUIRED" } })
+  // A fresh object per connection: mysql2 caches TLS sessions per `ssl` object, and a resumed session shows no
+  // certificate for the host-name check in `connect` to read.
+  ...(address.tls?.ssl === undefined ? {} : { ssl: { ...address.tls.ssl } })
 })
 
 /** Runs one statement and gives its rows as arrays of text (NULL as null). */
@@ -62,15 +68,20 @@ export const queryText = (
     )
   })
 
-const connect = (address: MysqlAddress): Promise<mysql.Connection> =>
+/** The connection's socket: after a TLS handshake, mysql2 puts its `TLSSocket` there (not in its typings). */
+const socketOf = (connection: mysql.Connection): unknown => (connection as unknown as { readonly stream?: unknown }).stream
+
+const connect = (address: MysqlTarget): Promise<mysql.Connection> =>
   new Promise((resolve, reject) => {
     const connection = mysql.createConnection(connectionOptions(address))
     // A fatal error with no statement waiting is emitted as an event; the statement that fails next reports it.
     connection.on("error", () => {})
     connection.connect((error) => {
-      if (error) {
+      // mysql2 checks an IP address against `localhost`: the host dialled is checked here, before any statement.
+      const failure = error ?? serverNameProblem(socketOf(connection), address.host, address.tls?.settings)
+      if (failure) {
         connection.destroy()
-        reject(error)
+        reject(failure)
       } else resolve(connection)
     })
   })
@@ -91,7 +102,7 @@ const settingsSql = (mariadb: boolean, sqlMode: string, settings: SessionSetting
 }
 
 /** Kills a connection's thread from a second connection: what stops a statement whose result is no longer read. */
-const killThread = (address: MysqlAddress, threadId: number): Promise<void> =>
+const killThread = (address: MysqlTarget, threadId: number): Promise<void> =>
   connect(address).then(
     (killer) =>
       queryText(killer, `KILL ${threadId}`)
@@ -120,7 +131,7 @@ const endQuietly = (connection: mysql.Connection): Promise<void> =>
  * read, a failure) is killed on the server first, so no session is left behind in the processlist.
  */
 export const openSession = (
-  address: MysqlAddress,
+  address: MysqlTarget,
   settings: SessionSettings,
   context: ErrorContext,
   snapshot: boolean

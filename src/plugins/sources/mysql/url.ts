@@ -10,7 +10,12 @@ export interface MysqlAddress {
   readonly user: string
   readonly password?: string | undefined
   readonly database: string
-  readonly sslMode: SslMode
+  /** The URL's `ssl-mode`, when it has one (without: no TLS unless the `tls:` block asks for it). */
+  readonly sslMode?: SslMode | undefined
+  /** The URL's `ssl-ca`, `ssl-cert` and `ssl-key`: certificate files, relative to the working directory. */
+  readonly sslCa?: string | undefined
+  readonly sslCert?: string | undefined
+  readonly sslKey?: string | undefined
 }
 
 /** The `ssl-mode` values of the MySQL clients. */
@@ -25,6 +30,15 @@ export interface UrlProblem {
 }
 
 export const DEFAULT_PORT = 3306
+
+/** The URL parameters naming certificate files (the mysql client's option names). */
+const FILE_PARAMETERS: Readonly<Record<string, "sslCa" | "sslCert" | "sslKey" | undefined>> = {
+  "ssl-ca": "sslCa",
+  "ssl-cert": "sslCert",
+  "ssl-key": "sslKey"
+}
+
+const PARAMETERS = "?ssl-mode=DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY, ssl-ca, ssl-cert and ssl-key (file paths)"
 
 const EXAMPLE = "mysql://user:password@host:3306/database"
 
@@ -78,11 +92,19 @@ export const parseMysqlUrl = (url: string): MysqlAddress | UrlProblem => {
   if (database === undefined || database === "" || database.includes("/")) {
     return problem("the connection URL must name the database after the host", `write it as ${EXAMPLE}`)
   }
-  let sslMode: SslMode = "PREFERRED"
+  let sslMode: SslMode | undefined
+  const files: Partial<Record<"sslCa" | "sslCert" | "sslKey", string>> = {}
   const params = new URLSearchParams(queryAt < 0 ? "" : tail.slice(queryAt + 1))
   for (const [key, value] of params) {
-    if (key.toLowerCase() !== "ssl-mode" && key.toLowerCase() !== "sslmode") {
-      return problem(`the connection URL has an unknown parameter \`${key}\``, "the only URL parameter is ?ssl-mode=DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY")
+    const name = key.toLowerCase()
+    const file = FILE_PARAMETERS[name]
+    if (file !== undefined) {
+      if (value === "") return problem(`${name} in the connection URL names no file`, `e.g. ${EXAMPLE}?ssl-mode=VERIFY_IDENTITY&ssl-ca=/etc/ssl/db-ca.pem`)
+      files[file] = value
+      continue
+    }
+    if (name !== "ssl-mode" && name !== "sslmode") {
+      return problem(`the connection URL has an unknown parameter \`${key}\``, `the URL parameters are ${PARAMETERS}`)
     }
     const mode = SSL_MODES.find((candidate) => candidate === value.toUpperCase())
     if (mode === undefined) {
@@ -90,7 +112,7 @@ export const parseMysqlUrl = (url: string): MysqlAddress | UrlProblem => {
     }
     sslMode = mode
   }
-  return { host, port, user, password, database, sslMode }
+  return { host, port, user, password, database, sslMode, ...files }
 }
 
 /** A problem with the URL as text for a schema filter, or undefined. */

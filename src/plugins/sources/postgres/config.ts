@@ -1,9 +1,8 @@
 import * as Schema from "effect/Schema"
 import { identifierLengthProblem } from "../../../core/source/identifiers.js"
-import { connectionUrlFields, secondsField } from "../../../core/source/config-fields.js"
+import { connectionUrlFields, secondsField, tlsBlock } from "../../../core/source/config-fields.js"
 import { connectionProblem } from "../../../core/source/connection.js"
 import { urlProblem } from "../../../core/source/postgres-url.js"
-import { BLOCK_TLS_MODES } from "../../../core/source/postgres-tls.js"
 
 const EmbeddedConfig = Schema.Struct({
   data_dir: Schema.optional(
@@ -21,34 +20,6 @@ const EmbeddedConfig = Schema.Struct({
   description: "Start an embedded demo PostgreSQL seeded with sample data, instead of connecting to a server."
 })
 
-const tlsPath = (what: string) =>
-  Schema.optional(
-    Schema.NonEmptyString.annotations({
-      description: `${what} (PEM), relative to the config file's directory.`
-    })
-  )
-
-const TlsConfig = Schema.Struct({
-  mode: Schema.optional(
-    Schema.Literal(...BLOCK_TLS_MODES).annotations({
-      description:
-        "`disable`: no TLS. `require`: encrypted, the certificate not checked (checked against `ca_file` when one is set, as libpq does). `verify-ca`: the certificate must chain to `ca_file` (or Node's default CAs). `verify-full` (the default): also the host name must match the certificate."
-    })
-  ),
-  ca_file: tlsPath("CA certificate(s) the server's certificate must chain to; without it, Node's default CA store"),
-  cert_file: tlsPath("Client certificate, for servers that ask for one (with `key_file`)"),
-  key_file: tlsPath("Private key of the client certificate (unencrypted, or its passphrase in the URL's `sslpassword`)"),
-  accept_invalid_hostnames: Schema.optional(
-    Schema.Boolean.annotations({
-      description: "With `verify-full`: do not check the host name (the same as `verify-ca`)."
-    })
-  )
-}).annotations({
-  description:
-    "TLS to the server. The URL's libpq parameters `sslmode`, `sslrootcert`, `sslcert` and `sslkey` say the same; when both are given they must agree."
-})
-
-
 /**
  * The `source:` block of a `postgres` source (without `type`). Exactly one of `url`, `url_env` or `embedded`
  * says where the data comes from.
@@ -63,7 +34,12 @@ export const PostgresConfig = Schema.Struct({
     defaultPort: 5432
   }),
   embedded: Schema.optional(EmbeddedConfig),
-  tls: Schema.optional(TlsConfig),
+  tls: Schema.optional(
+    tlsBlock({
+      urlParameters: "The URL's libpq parameters `sslmode`, `sslrootcert`, `sslcert` and `sslkey`",
+      passphrase: "its passphrase in the URL's `sslpassword`"
+    })
+  ),
   schema: Schema.optionalWith(
     Schema.NonEmptyString.annotations({
       description: "Schema that unqualified table names (and `table:` shortcuts) resolve to first."

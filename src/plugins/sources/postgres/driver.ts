@@ -15,7 +15,7 @@ import { openResult } from "./result.js"
 import type { SessionSettings } from "./session.js"
 import { queryProblem, renderForDisplay } from "./statement.js"
 import { resolveConnection } from "../../../core/source/connection.js"
-import type { TlsSettings } from "../../../core/source/postgres-tls.js"
+import { describeTlsSession, type TlsSettings } from "../../../core/source/tls.js"
 import { displayAddress, makeScrubber, type PostgresAddress } from "../../../core/source/postgres-url.js"
 
 // Every OID postgres.js parses by default (types.js: bool, bytea, int2/4, oid, float4/8, json/jsonb, date,
@@ -62,20 +62,10 @@ const identityOf = (address: PostgresAddress): SourceIdentity => ({
   user: address.user ?? ""
 })
 
-/** `TLS TLSv1.3, certificate verified (verify-full, CA /etc/rivet/ca.pem)`, or `no TLS (…)`. */
-const describeTls = (row: { ssl?: unknown; version?: string | null } | undefined, tls: TlsSettings | undefined): string => {
-  const mode = tls === undefined ? "no TLS settings" : `mode ${tls.mode}`
+/** `TLS TLSv1.3, certificate verified (verify-full, CA /etc/rivet/ca.pem)`, or `not encrypted (…)`. */
+const describeTls = (row: { ssl?: unknown; version?: string | null } | undefined, tls: TlsSettings | undefined): string =>
   // The pool reads booleans as PostgreSQL's text (`t`), see RAW_TEXT.
-  if (row?.ssl !== true && row?.ssl !== "t") return `not encrypted (${mode})`
-  if (tls === undefined) return `TLS ${row.version ?? "?"} (${mode})`
-  const ca = tls.ca === undefined ? "Node's default CAs" : `CA ${tls.ca.path}`
-  const verified = !tls.verifyChain
-    ? "certificate not verified"
-    : tls.verifyHost
-      ? `certificate verified, host name checked (${ca})`
-      : `certificate verified, host name not checked (${ca})`
-  return `TLS ${row.version ?? "?"}, ${verified}; ${mode}${tls.cert === undefined ? "" : ", client certificate"}`
-}
+  describeTlsSession(row?.ssl === true || row?.ssl === "t" ? (row.version ?? "?") : undefined, tls)
 
 /** Builds the postgres source driver in the layer's scope; the client pool ends when the scope closes. */
 export const makePostgresDriver = (

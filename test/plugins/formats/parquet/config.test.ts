@@ -41,7 +41,8 @@ describe("parquet config", () => {
   })
 
   it("rejects unknown codecs, bad row group sizes and unknown keys", () => {
-    expect(problem({ compression: "lz4" })).toContain(`compression must be one of zstd, snappy, gzip or none; got "lz4"`)
+    expect(problem({ compression: "brotli" })).toContain(`compression must be one of zstd, snappy, gzip, lz4 or none; got "brotli"`)
+    expect(problem({ compression: "lz4", compression_level: 3 })).toContain("compression_level is not supported for compression 'lz4'")
     expect(problem({ row_group_size: 0 })).not.toBe("decoded")
     expect(problem({ row_group_size: "10k" })).not.toBe("decoded")
     expect(problem({ row_groups: 5 })).toContain("row_groups")

@@ -11,14 +11,16 @@ import { concat, metadataOf, readRows } from "./read-back.js"
 import { expectedReaderTypes } from "./reader-types.js"
 import { hyparquetTypes, readWithArrowRs, readWithDuckDB } from "./readers.js"
 
-const writeAllTypes = Effect.gen(function* () {
-  const config = yield* Schema.decodeUnknown(parquet.config)({})
+const writeAllTypesWith = (input: Record<string, unknown>) => Effect.gen(function* () {
+  const config = yield* Schema.decodeUnknown(parquet.config)(input)
   const driver = yield* Effect.provide(FormatDriver, parquet.make(config, { configDir: ".", env: {} }))
   const encoder = yield* driver.open(allTypesSchema, { exportName: "all_types", runId: "all_types_20261203T120000.000" })
   // Twice the fixture rows in batches of 3: row groups of several batches, pages of several ranges.
   const { writes, finish } = yield* encodeAll(encoder, allTypesSchema, [...allTypesRows, ...allTypesRows], [3])
   return new Uint8Array(concat([...writes.flat(), ...finish]))
 }).pipe(Effect.orDie)
+
+const writeAllTypes = writeAllTypesWith({})
 
 const expectedRows = rowObjects(allTypesColumns, [...allTypesRows, ...allTypesRows])
 const column = (name: string) => Object.fromEntries(Object.entries(expectedReaderTypes).map(([c, types]) => [c, types[name as "duckdb"]]))
@@ -45,6 +47,25 @@ describe("parquet files read by independent readers", () => {
 
         expect(hyparquetTypes(metadataOf(file.buffer as ArrayBuffer).schema)).toEqual(column("hyparquet"))
         expect(yield* Effect.promise(() => readRows(file.buffer as ArrayBuffer))).toEqual(expectedRows)
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  )
+
+  it.effect("compression: lz4 writes LZ4_RAW pages that DuckDB and hyparquet read back exactly", () =>
+    Effect.gen(function* () {
+      const file = yield* writeAllTypesWith({ compression: "lz4" })
+      const codecs = metadataOf(file.buffer as ArrayBuffer).row_groups.flatMap((group) => group.columns.map((chunk) => chunk.meta_data?.codec))
+      expect(new Set(codecs)).toEqual(new Set(["LZ4_RAW"]))
+      expect(yield* Effect.promise(() => readRows(file.buffer as ArrayBuffer))).toEqual(expectedRows)
+      const dir = mkdtempSync(join(tmpdir(), "rivet-readers-lz4-"))
+      try {
+        const path = join(dir, "all.parquet")
+        writeFileSync(path, file)
+        const duckdb = yield* Effect.promise(() => readWithDuckDB(path))
+        const withoutWide = (rows: ReadonlyArray<Record<string, unknown>>) => rows.map(({ dec_50_0: _, ...rest }) => rest)
+        expect(withoutWide(duckdb.rows)).toEqual(withoutWide(expectedRows))
       } finally {
         rmSync(dir, { recursive: true, force: true })
       }

@@ -41,7 +41,7 @@ export interface SchemaElement {
   readonly field_id?: number
 }
 
-export type Codec = "UNCOMPRESSED" | "SNAPPY" | "GZIP" | "ZSTD"
+export type Codec = "UNCOMPRESSED" | "SNAPPY" | "GZIP" | "ZSTD" | "LZ4_RAW"
 export type Encoding = "PLAIN" | "RLE" | "RLE_DICTIONARY"
 
 export interface Statistics {
@@ -108,7 +108,7 @@ const CONVERTED: Record<ConvertedType, number> = {
   INT_64: 18,
   JSON: 19
 }
-const CODEC: Record<Codec, number> = { UNCOMPRESSED: 0, SNAPPY: 1, GZIP: 2, ZSTD: 6 }
+const CODEC: Record<Codec, number> = { UNCOMPRESSED: 0, SNAPPY: 1, GZIP: 2, ZSTD: 6, LZ4_RAW: 7 }
 const ENCODING: Record<Encoding, number> = { PLAIN: 0, RLE: 3, RLE_DICTIONARY: 8 }
 const PAGE_TYPE = { DATA_PAGE: 0, DICTIONARY_PAGE: 2 } as const
 

@@ -10,8 +10,7 @@ import { SourceError } from "../../../../core/errors.js"
 import type { ChangeFeed, ChangeRequest, FeedEnd, SourceQuery } from "../../../../core/plugin.js"
 import { type ErrorContext, sourceError } from "../errors.js"
 import { planQuery, schemaOf } from "../result.js"
-import { openSession, type Session, type SessionSettings } from "../session.js"
-import type { MysqlAddress } from "../url.js"
+import { type MysqlTarget, openSession, type Session, type SessionSettings } from "../session.js"
 import { type BinlogPosition, comparePositions, parsePosition, positionText } from "./position.js"
 import { BinlogReader, type Planned } from "./reader.js"
 import { checkNotPurged, currentPosition, LOG_BIN_HINT, readServer } from "./server.js"
@@ -22,7 +21,8 @@ export const MYSQL_CHANGE_COLUMNS = changeColumns({ position: "binlog position",
 
 /** What reading the binary log needs of the driver. */
 export interface FeedSetup {
-  readonly address: MysqlAddress
+  /** The source's address and TLS settings: the binary log connection uses them as every other. */
+  readonly address: MysqlTarget
   readonly settings: SessionSettings
   readonly zeroDatesAsNull: boolean
   readonly context: ErrorContext

@@ -6,9 +6,8 @@ import type { SourceError } from "../../../../core/errors.js"
 import type { FeedEnd } from "../../../../core/plugin.js"
 import { BadValue, type ColumnDecoder, columnDecoder, ZeroDate } from "../decode.js"
 import { connectionClosed, type ErrorContext, fromMysql, sourceError } from "../errors.js"
-import { connectionOptions } from "../session.js"
+import { connectionOptions, type MysqlTarget } from "../session.js"
 import type { ColumnPlan } from "../types.js"
-import type { MysqlAddress } from "../url.js"
 import { type BinlogPosition, comparePositions, positionText } from "./position.js"
 import { appendValue } from "./values.js"
 
@@ -27,7 +26,7 @@ export interface Planned {
 }
 
 export interface ReaderOptions {
-  readonly address: MysqlAddress
+  readonly address: MysqlTarget
   readonly serverId: number
   readonly table: { readonly schema: string; readonly name: string }
   /** Absent: the table's shape at `from` is not known; the reader waits at its first table map (`shape`, `usePlan`). */
