@@ -177,7 +177,8 @@ const slotState = async (slot: string) => {
 
 const keptManifestNames = (ex: CdcExport): Array<string> => {
   const dir = path.join(ex.out, "_manifests")
-  return fs.existsSync(dir) ? fs.readdirSync(dir).sort() : []
+  // A manifest being written (or left half-written by a killed run) is a dot-file beside it.
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((name) => !name.startsWith(".")).sort() : []
 }
 
 const readJson = <A>(file: string): A => JSON.parse(fs.readFileSync(file, "utf8")) as A

@@ -109,6 +109,12 @@ const runToEnd = async (ex: CdcExport) => {
   return started.stderr()
 }
 
+/** Kept manifests: a manifest being written (or left half-written by a killed run) is a dot-file beside them. */
+const keptManifests = (ex: CdcExport) => {
+  const dir = path.join(ex.out, "_manifests")
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((name) => !name.startsWith(".")).length : 0
+}
+
 const readState = (ex: CdcExport) =>
   Effect.runPromise(
     Effect.gen(function* () {
@@ -183,7 +189,7 @@ describe.skipIf(url === "")("mode: cdc on MariaDB under faults (CLI)", () => {
     const tally = { killed: 0, notKilled: 0, publishedUnrecorded: 0 }
 
     const killedRun = async (delayMs: number) => {
-      const keptBefore = fs.existsSync(path.join(ex.out, "_manifests")) ? fs.readdirSync(path.join(ex.out, "_manifests")).length : 0
+      const keptBefore = keptManifests(ex)
       const successesBefore = (await readState(ex)).runs.filter((run) => run.status === "success").length
       const started = startCli(ex)
       const timer = setTimeout(() => started.child.kill("SIGKILL"), delayMs)
@@ -195,7 +201,7 @@ describe.skipIf(url === "")("mode: cdc on MariaDB under faults (CLI)", () => {
         return false
       }
       tally.killed++
-      const kept = fs.existsSync(path.join(ex.out, "_manifests")) ? fs.readdirSync(path.join(ex.out, "_manifests")).length : 0
+      const kept = keptManifests(ex)
       const successes = (await readState(ex)).runs.filter((run) => run.status === "success").length
       if (kept > keptBefore && successes === successesBefore) tally.publishedUnrecorded++
       return true

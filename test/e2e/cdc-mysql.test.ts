@@ -66,6 +66,7 @@ const exportOf = (table: string, extra: Record<string, unknown> = {}, sourceUrl 
 const changeFiles = (out: string) =>
   fs
     .readdirSync(path.join(out, "_manifests"))
+    .filter((name) => !name.startsWith(".")) // a manifest being written is a dot-file beside it
     .sort()
     .flatMap((name) => (JSON.parse(fs.readFileSync(path.join(out, "_manifests", name), "utf8")) as Manifest).parts.map((part) => path.join(out, part.path)))
 

@@ -74,6 +74,7 @@ const exportOf = (table: string, extra: Record<string, unknown> = {}) => {
 const keptManifests = (out: string): Array<Manifest> =>
   fs
     .readdirSync(path.join(out, "_manifests"))
+    .filter((name) => !name.startsWith(".")) // a manifest being written is a dot-file beside it
     .sort()
     .map((name) => JSON.parse(fs.readFileSync(path.join(out, "_manifests", name), "utf8")) as Manifest)
 
