@@ -12,12 +12,14 @@ import { beginUpload, MAX_BLOCKS, putBlob } from "./upload.js"
 const AZURE_OPERATION: Readonly<Record<SinkOperation, string>> & Readonly<Record<string, string | undefined>> = {
   check: "PutBlob",
   put: "PutBlob",
+  create: "PutBlob",
   begin: "PutBlock",
   writeBlock: "PutBlock",
   complete: "PutBlockList",
   abort: "PutBlock",
   list: "ListBlobs",
   read: "GetBlob",
+  readRange: "GetBlob",
   sweep: "ListBlobs"
 }
 
