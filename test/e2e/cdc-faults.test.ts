@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -14,6 +14,7 @@ import { type RunRecord, StateStore } from "../../src/state/store.js"
 import { runCli } from "../support/cli.js"
 import { testPgUrl } from "../support/pg.js"
 import { dropSlots, logicalReplication } from "../support/replication.js"
+import { random, sleep, type Started, startRun } from "./cdc-fault-support.js"
 import { duckRows, runMeasured } from "./partition-support.js"
 
 // mode: cdc under faults, through the built CLI (`npm run build` first): SIGKILLs at random moments of first runs
@@ -29,7 +30,6 @@ import { duckRows, runMeasured } from "./partition-support.js"
 // Not "rivet_e2e_cdc…": cdc-postgres.test.ts, running at the same time in another process, drops every slot under
 // that prefix.
 const PREFIX = "rivet_e2e_cfault"
-const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 const PRELOAD = pathToFileURL(path.resolve(import.meta.dirname, "../fixtures/cdc-kill-preload.mjs")).href
 const SEED = Number(process.env["RIVET_CDC_FAULTS_SEED"] ?? Math.floor(Math.random() * 2 ** 31))
 
@@ -59,16 +59,6 @@ afterAll(async () => {
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
   }
 })
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** mulberry32: the kill schedule from a seed. */
-const random = (seed: number) => () => {
-  seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
 
 /** An LSN's text (`16/B374D848` or Rivet's `00000016/B374D848`) as a number to compare. */
 const lsn = (text: string): bigint => {
@@ -135,29 +125,7 @@ const runToEnd = async (ex: CdcExport) => {
   return run
 }
 
-interface Started {
-  readonly child: ChildProcess
-  readonly stderr: () => string
-  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
-}
-
-const startCli = (ex: CdcExport, env: Record<string, string> = {}): Started => {
-  const child = spawn(process.execPath, [BIN, "run", "-c", ex.config], {
-    cwd: ex.dir,
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...env },
-    stdio: ["ignore", "ignore", "pipe"]
-  })
-  children.add(child)
-  let stderr = ""
-  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on("close", (code, signal) => {
-      children.delete(child)
-      resolve({ code, signal })
-    })
-  )
-  return { child, stderr: () => stderr, exited }
-}
+const startCli = (ex: CdcExport, env: Record<string, string> = {}): Started => startRun(ex.config, ex.dir, children, env)
 
 /** The export's state, read through the store the CLI uses (SQLite beside the config, or RIVET_STATE_URL). */
 const readState = (ex: CdcExport) =>

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -10,6 +10,7 @@ import type { Manifest } from "../../src/core/manifest.js"
 import { stateLayerFor } from "../../src/state/layer.js"
 import { type RunRecord, StateStore } from "../../src/state/store.js"
 import { testMysqlBinlogUrl } from "../support/mysql.js"
+import { random, sleep, type Started, startRun } from "./cdc-fault-support.js"
 import { duckRows } from "./partition-support.js"
 
 // mode: cdc on MariaDB's binary log under faults, through the built CLI (`npm run build` first): SIGKILLs at random
@@ -21,7 +22,6 @@ import { duckRows } from "./partition-support.js"
 
 const url = testMysqlBinlogUrl()
 if (url === "") process.stderr.write(`SKIPPED ${path.basename(import.meta.filename)}: no MariaDB with a binary log\n`)
-const BIN = path.resolve(import.meta.dirname, "../../bin/rivet.js")
 const SEED = Number(process.env["RIVET_CDC_FAULTS_SEED"] ?? Math.floor(Math.random() * 2 ** 31))
 
 let db: mysql.Connection
@@ -41,16 +41,6 @@ afterAll(async () => {
   await db.end()
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
 })
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** mulberry32: the kill schedule from a seed. */
-const random = (seed: number) => () => {
-  seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
 
 interface CdcExport {
   readonly name: string
@@ -78,29 +68,7 @@ const cdcExport = async (name: string, rows: number, options: { readonly url?: s
   return { name, dir, config, out: path.join(dir, "out"), written: 0 }
 }
 
-interface Started {
-  readonly child: ChildProcess
-  readonly stderr: () => string
-  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
-}
-
-const startCli = (ex: CdcExport): Started => {
-  const child = spawn(process.execPath, [BIN, "run", "-c", ex.config], {
-    cwd: ex.dir,
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
-    stdio: ["ignore", "ignore", "pipe"]
-  })
-  children.add(child)
-  let stderr = ""
-  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on("close", (code, signal) => {
-      children.delete(child)
-      resolve({ code, signal })
-    })
-  )
-  return { child, stderr: () => stderr, exited }
-}
+const startCli = (ex: CdcExport): Started => startRun(ex.config, ex.dir, children)
 
 const runToEnd = async (ex: CdcExport) => {
   const started = startCli(ex)
